@@ -1,0 +1,5 @@
+import sys
+
+from l40sbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Keras transfer-learning classification benchmark."""

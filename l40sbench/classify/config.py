@@ -1,0 +1,61 @@
+"""The effective settings of one classification run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PRECISIONS = ("fp32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclass(frozen=True)
+class ClassifyConfig:
+    """Every setting of a run; `image_size` None means the base's own size.
+
+    Raises:
+      ValueError: a value out of range, naming it ("Received: epochs=-3").
+    """
+
+    base: str = "xception"
+    data: Path | None = None
+    epochs: int = 10
+    batch_size: int = 16
+    image_size: int | None = None
+    weights: str = "imagenet"
+    fine_tune: str = "head"
+    limit: int | None = None
+    output_dir: Path | None = None
+    seed: int = 0
+    precision: str = "fp32"
+    xla: bool = False
+    strict: bool = False
+    warmup: int = 1
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)}")
+        for name in ("image_size", "limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1. Received: {name}={value}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0. Received: warmup={self.warmup}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}")
+        if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):
+            raise ValueError(
+                f"fine_tune must be 'head', 'all' or a number of top layers. Received: fine_tune={self.fine_tune!r}"
+            )
+
+    @property
+    def trainable_top_layers(self) -> int | None:
+        """None: base frozen; -1: whole base trainable; N: the top N layers."""
+        if self.fine_tune == "head":
+            return None
+        if self.fine_tune == "all":
+            return -1
+        return int(self.fine_tune) or None
+
+    def to_dict(self) -> dict:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}

@@ -1,0 +1,205 @@
+"""One classification benchmark: data -> model -> timed fit -> accuracy -> latency probe.
+
+The core owns every clock; this module only hands it callables. Library code:
+it reports through `log` and `save` and never prints or exits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from l40sbench import paths
+from l40sbench.classify import data as data_mod
+from l40sbench.classify.bases import BASES
+from l40sbench.classify.config import ClassifyConfig
+from l40sbench.classify.model import build_base, build_classifier
+from l40sbench.classify.standin import ensure_standin
+from l40sbench.core import env as env_mod
+from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
+from l40sbench.core.timing import EpochClock, no_sync, probe_latency
+from l40sbench.errors import UserError
+
+Log = Callable[[str], None]
+Save = Callable[[dict], None]
+
+
+def standin_path() -> Path:
+    return paths.datasets_dir() / "standin" / "cats_and_dogs"
+
+
+def resolve_data(config: ClassifyConfig, log: Log) -> tuple[data_mod.Layout, str]:
+    """The layout to train on and its `source` label for the result."""
+    if config.data is None:
+        root = ensure_standin(standin_path())
+        log(f"data: generated stand-in for Kaggle 'Cats and Dogs image classification' at {root} (not the real set)")
+        return data_mod.scan(root), "stand-in"
+    return data_mod.scan(config.data), str(Path(config.data).resolve())
+
+
+def resolve_image_size(config: ClassifyConfig) -> int:
+    spec = BASES.get(config.base)
+    size = config.image_size or spec.default_size
+    if size < spec.min_size:
+        raise UserError(f"--image-size {size} is below {spec.name}'s minimum of {spec.min_size}")
+    return size
+
+
+def _tf_sync():
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("GPU"):
+        return tf.test.experimental.sync_devices
+    return no_sync
+
+
+def _set_up_keras(config: ClassifyConfig) -> None:
+    import keras
+
+    keras.utils.set_random_seed(config.seed)
+    keras.mixed_precision.set_global_policy("float32" if config.precision == "fp32" else config.precision)
+
+
+def _epoch_callback(clock: EpochClock, on_epoch: Callable[[int, float, dict], None]):
+    import keras
+
+    class EpochTimer(keras.callbacks.Callback):
+        """Hands epoch boundaries to the core clock; it does no timing itself."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            clock.start()
+
+        def on_epoch_end(self, epoch, logs=None):
+            on_epoch(epoch, clock.stop(), dict(logs or {}))
+
+    return EpochTimer()
+
+
+def _eta_seconds(epoch_seconds: list[float], remaining: int) -> float:
+    # The first epoch carries tracing; once there is a second, predict from the rest.
+    steady = epoch_seconds[1:] or epoch_seconds
+    return remaining * sum(steady) / len(steady)
+
+
+def make_forward(model, image_size: int, xla: bool):
+    """The compiled single-image forward call that the latency probe times."""
+    import tensorflow as tf
+
+    signature = [tf.TensorSpec([1, image_size, image_size, 3], tf.uint8)]
+    compiled = tf.function(lambda x: model(x, training=False), input_signature=signature, jit_compile=xla)
+
+    def forward(image: np.ndarray) -> np.ndarray:
+        # Host -> device, forward pass, device -> host: what serving one decoded image costs.
+        return compiled(tf.convert_to_tensor(image[None])).numpy()[0]
+
+    return forward
+
+
+def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
+    """Runs the protocol; calls save() after every epoch and at the end.
+
+    Raises:
+      UserError: bad data, flags or weights file.
+      KeyboardInterrupt: re-raised after the finished epochs were saved.
+    """
+    spec = BASES.get(config.base)
+    image_size = resolve_image_size(config)
+    if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
+        raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
+    layout, source = resolve_data(config, log)
+    layout = layout.limited(config.limit)
+    images = data_mod.load_images(
+        layout, image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
+    )
+    dataset = DatasetInfo(
+        source=source,
+        train_images=int(len(images.y["train"])),
+        test_images=int(len(images.y["test"])),
+        classes=images.counts,
+        skipped_files=images.skipped_files,
+    )
+
+    log(f"loading TensorFlow and building {spec.name} at {image_size}x{image_size} ...")
+    import tensorflow as tf  # noqa: F401  (heavy: only once the inputs are known good)
+
+    _set_up_keras(config)
+    import keras
+
+    base, weights_label = build_base(spec, image_size, config.weights, log)
+    model = build_classifier(spec, base, image_size, len(images.classes), config.trainable_top_layers)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=config.xla,
+    )
+    sync = _tf_sync()
+    effective = dataclasses.replace(config, image_size=image_size).to_dict()
+    env = env_mod.fingerprint()
+    model_info = {
+        "name": model.name,
+        "input_size": image_size,
+        "parameters": int(model.count_params()),
+        "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+        "fine_tune": config.fine_tune,
+    }
+    clock = EpochClock(sync=sync)
+
+    def record(complete: bool, inference=None, accuracy=None) -> RunResult:
+        return RunResult(
+            task="classify",
+            base=spec.name,
+            complete=complete,
+            config=effective,
+            env=env,
+            dataset=dataset,
+            train=TrainResult.from_times(clock.summary(), config.batch_size),
+            weights=weights_label,
+            model=model_info,
+            inference=inference,
+            accuracy=accuracy or {},
+        )
+
+    def on_epoch(epoch: int, seconds: float, logs: dict) -> None:
+        done = epoch + 1
+        eta = _eta_seconds(clock.epoch_seconds, config.epochs - done)
+        metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(logs.items()) if isinstance(v, (int, float)))
+        log(f"epoch {done}/{config.epochs}: {seconds:.3f} s  {metrics}  ETA {eta:.0f} s")
+        save(record(False).to_dict())
+
+    save(record(False).to_dict())
+    log(f"training {config.epochs} epoch(s), batch {config.batch_size}, {dataset.train_images} images ...")
+    try:
+        model.fit(
+            images.x["train"],
+            images.y["train"],
+            batch_size=config.batch_size,
+            epochs=config.epochs,
+            shuffle=True,
+            verbose=1 if sys.stderr.isatty() else 0,
+            callbacks=[_epoch_callback(clock, on_epoch)],
+        )
+    except BaseException:
+        save(record(False).to_dict())
+        raise
+
+    log(f"inference: {dataset.test_images} test images one at a time, first {config.warmup} excluded ...")
+    forward = make_forward(model, image_size, config.xla)
+    probabilities: list[np.ndarray] = []
+    stats = probe_latency(
+        lambda image: probabilities.append(forward(image)),
+        images.x["test"],
+        warmup=config.warmup,
+        sync=sync,
+    )
+    predicted = np.argmax(np.stack(probabilities), axis=1) if probabilities else np.zeros(0, int)
+    accuracy = float(np.mean(predicted == images.y["test"])) if len(predicted) else None
+    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
+    result = record(True, inference, {"test_accuracy": accuracy})
+    save(result.to_dict())
+    return result
+

@@ -1,0 +1,180 @@
+"""Command line: argument parsing and talking to the user, nothing else.
+
+Each subcommand builds a config and calls one library function. TensorFlow is
+imported only inside the subcommands that train, so --help starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+from pathlib import Path
+
+from l40sbench.classify.bases import BASES
+from l40sbench.errors import UserError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (exit 2) instead of usage + error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _add_classify(subparsers) -> None:
+    p = subparsers.add_parser(
+        "classify",
+        help="fine-tune a keras.applications base and time training and per-image inference",
+        description=(
+            "Transfer learning on a folder-per-class image set, timed the way the seed article did: "
+            "per-epoch training time, then the test images one at a time through a compiled forward "
+            "call with the first image excluded as warm-up. Without --data a generated stand-in "
+            "with the Kaggle cats/dogs split sizes is used."
+        ),
+    )
+    p.add_argument("--base", default="xception", help=f"base model: {', '.join(BASES.names())} (default: xception)")
+    p.add_argument("--data", type=Path, help="DIR with DIR/train/<class>/* and DIR/test/<class>/* (default: the stand-in)")
+    p.add_argument("--epochs", type=int, default=10, help="training epochs (default: 10, the article's)")
+    p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
+    p.add_argument("--image-size", type=int, help="square input size in pixels (default: the base's own, e.g. 299 for xception)")
+    p.add_argument(
+        "--weights", default="imagenet",
+        help="imagenet (Keras cache, else download, else random with a warning), none (random), or PATH of a weights file",
+    )
+    p.add_argument(
+        "--fine-tune", default="head",
+        help="head: base frozen (default); all: whole base trainable; N: the top N base layers trainable",
+    )
+    p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
+    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go (default: results/<run-id>/)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument(
+        "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
+        help="Keras mixed-precision policy (default: fp32)",
+    )
+    p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
+    p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
+    p.set_defaults(func=_cmd_classify)
+
+
+def _add_datasets(subparsers) -> None:
+    p = subparsers.add_parser("datasets", help="inspect data sets", description="Inspect data sets.")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    stats = sub.add_parser(
+        "stats",
+        help="per-split, per-class image counts and unreadable files",
+        description="Print the article's dataset table (images per split and class) and list unreadable files.",
+    )
+    stats.add_argument("--data", type=Path, help="DIR with train/<class>/ and test/<class>/ (default: the stand-in)")
+    stats.set_defaults(func=_cmd_datasets_stats)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="l40sbench",
+        description=(
+            "Honest fine-tuning and inference timings for image models, measured the same way on "
+            "every machine. Results go to results/<run-id>/result.json and result.csv."
+        ),
+    )
+    from l40sbench import __version__
+
+    parser.add_argument("--version", action="version", version=f"l40sbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_classify(subparsers)
+    _add_datasets(subparsers)
+    return parser
+
+
+def _run_id(task: str, base: str) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{task}-{base}"
+
+
+def _cmd_classify(args) -> int:
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.run import run_classify
+    from l40sbench.core.records import write_result
+    from l40sbench.report import tables
+
+    try:
+        config = ClassifyConfig(
+            base=args.base, data=args.data, epochs=args.epochs, batch_size=args.batch_size,
+            image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
+            output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    BASES.get(config.base)  # an unknown base fails before anything is loaded
+    output_dir = config.output_dir or Path("results") / _run_id("classify", config.base)
+    saved: dict = {}
+
+    def save(record: dict) -> None:
+        saved["path"] = write_result(output_dir, record)
+        saved["record"] = record
+
+    try:
+        result = run_classify(config, log=_log, save=save).to_dict()
+    except KeyboardInterrupt:
+        if "path" in saved:
+            epochs = saved["record"]["train"]["epochs"]
+            _log(f"interrupted: {epochs} finished epoch(s) kept in {saved['path']} (complete: false)")
+        else:
+            _log("interrupted before anything was measured")
+        return EXIT_INTERRUPTED
+    print()
+    print(tables.environment_block(result["env"]))
+    print()
+    print(f"Data: {result['dataset']['source']}  weights: {result['weights']}  "
+          f"input: {result['config']['image_size']}px  precision: {result['config']['precision']}")
+    print()
+    print(tables.training_table([result]))
+    print()
+    print(tables.inference_table([result]))
+    accuracy = result["accuracy"].get("test_accuracy")
+    print()
+    print(f"test accuracy: {'-' if accuracy is None else f'{accuracy:.4f}'}")
+    print(f"results: {saved['path']} and result.csv")
+    return 0
+
+
+def _cmd_datasets_stats(args) -> int:
+    from l40sbench.classify import data as data_mod
+    from l40sbench.classify.run import standin_path
+    from l40sbench.classify.standin import ensure_standin
+    from l40sbench.report import tables
+
+    root = args.data if args.data is not None else ensure_standin(standin_path())
+    layout = data_mod.scan(root)
+    checked = data_mod.decode_layout(layout, None)
+    print(f"{root}{' (generated stand-in)' if args.data is None else ''}")
+    print(tables.dataset_table(checked.counts))
+    if checked.skipped_files:
+        print(f"\nunreadable files ({len(checked.skipped_files)}):")
+        for path in checked.skipped_files:
+            print(f"  {path}")
+    else:
+        print("\nunreadable files: none")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"l40sbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _log("interrupted")
+        return EXIT_INTERRUPTED

@@ -1,0 +1,82 @@
+"""Environment fingerprint: the block the seed articles print above each table."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=here, capture_output=True, text=True, timeout=5,
+    ).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def _tensorflow_facts() -> dict:
+    """Versions and devices, read only if the run already imported TensorFlow."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return {"tensorflow": None, "devices": [], "cuda": None, "cudnn": None}
+    build = tf.sysconfig.get_build_info()
+    devices = []
+    for device in tf.config.list_physical_devices():
+        details = {}
+        if device.device_type == "GPU":
+            details = tf.config.experimental.get_device_details(device)
+        devices.append(
+            {
+                "name": device.name,
+                "type": device.device_type,
+                "model": details.get("device_name", _cpu_model() if device.device_type == "CPU" else None),
+            }
+        )
+    return {
+        "tensorflow": tf.__version__,
+        "devices": devices,
+        "cuda": build.get("cuda_version"),
+        "cudnn": build.get("cudnn_version"),
+    }
+
+
+def fingerprint() -> dict:
+    """Versions, devices, CPU, OS, suite commit and a UTC timestamp."""
+    keras = sys.modules.get("keras")
+    return {
+        "python": platform.python_version(),
+        "keras": getattr(keras, "__version__", None),
+        **_tensorflow_facts(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "os": platform.platform(),
+        "suite_commit": _git_commit(),
+        "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def has_gpu(env: dict) -> bool:
+    return any(d["type"] == "GPU" for d in env.get("devices", []))

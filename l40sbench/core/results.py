@@ -1,0 +1,94 @@
+"""The result record both pipelines write: the contract reports read.
+
+Frozen dataclasses, at most two levels deep; every number carries its unit in
+its name. `to_dict()` adds the schema version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from l40sbench.core.records import SCHEMA
+from l40sbench.core.stats import LatencyStats
+from l40sbench.core.timing import EpochTimes
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    source: str
+    train_images: int
+    test_images: int
+    classes: dict[str, dict[str, int]]
+    skipped_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    epochs: int
+    batch_size: int
+    epoch_seconds: tuple[float, ...]
+    total_seconds: float
+    first_epoch_seconds: float | None
+    steady_epoch_seconds: float | None
+
+    @classmethod
+    def from_times(cls, times: EpochTimes, batch_size: int) -> "TrainResult":
+        return cls(
+            epochs=len(times.epoch_seconds),
+            batch_size=batch_size,
+            epoch_seconds=times.epoch_seconds,
+            total_seconds=times.total_seconds,
+            first_epoch_seconds=times.first_epoch_seconds,
+            steady_epoch_seconds=times.steady_epoch_seconds,
+        )
+
+
+@dataclass(frozen=True)
+class InferenceResult:
+    batch_size: int
+    warmup_excluded: int
+    images_timed: int
+    mean_ms: float | None
+    images_per_second: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    std_ms: float | None
+
+    @classmethod
+    def from_stats(cls, stats: LatencyStats, *, warmup: int, batch_size: int) -> "InferenceResult":
+        return cls(
+            batch_size=batch_size,
+            warmup_excluded=warmup,
+            images_timed=stats.count * batch_size,
+            mean_ms=stats.mean_ms,
+            images_per_second=stats.images_per_second,
+            p50_ms=stats.p50_ms,
+            p90_ms=stats.p90_ms,
+            p99_ms=stats.p99_ms,
+            min_ms=stats.min_ms,
+            max_ms=stats.max_ms,
+            std_ms=stats.std_ms,
+        )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One benchmark run. `complete` is False while running or after a stop."""
+
+    task: str
+    base: str
+    complete: bool
+    config: dict
+    env: dict
+    dataset: DatasetInfo
+    train: TrainResult
+    weights: str
+    model: dict = field(default_factory=dict)
+    inference: InferenceResult | None = None
+    accuracy: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, **asdict(self)}

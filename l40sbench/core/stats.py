@@ -1,0 +1,64 @@
+"""Latency statistics as a pure function of the samples."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Summary of per-call latencies; every time is in milliseconds.
+
+    `images_per_second` is 1000 / mean_ms * images_per_call, the article's
+    "1秒当たりの平均処理画像数". All fields are None when there are no samples.
+    """
+
+    count: int
+    mean_ms: float | None
+    std_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    images_per_second: float | None
+
+
+def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> LatencyStats:
+    """Summarize latencies measured in seconds.
+
+    Args:
+      samples_seconds: one duration per timed call, warm-up already removed.
+      images_per_call: how many images each call processed (the batch size).
+
+    Returns:
+      LatencyStats; std is the population standard deviation (0 for one sample).
+
+    >>> summarize([0.010, 0.020]).mean_ms
+    15.0
+    """
+    if images_per_call < 1:
+        raise ValueError(f"images_per_call must be >= 1. Received: images_per_call={images_per_call}")
+    ms = np.asarray(samples_seconds, dtype=np.float64) * 1000.0
+    if ms.size == 0:
+        return LatencyStats(0, None, None, None, None, None, None, None, None)
+    if np.any(ms < 0) or not np.all(np.isfinite(ms)):
+        raise ValueError(f"latency samples must be finite and >= 0. Received: {ms.tolist()}")
+    mean_ms = float(ms.mean())
+    p50, p90, p99 = (float(v) for v in np.percentile(ms, [50, 90, 99]))
+    images_per_second = 1000.0 * images_per_call / mean_ms if mean_ms > 0 else math.inf
+    return LatencyStats(
+        count=int(ms.size),
+        mean_ms=mean_ms,
+        std_ms=float(ms.std()),
+        min_ms=float(ms.min()),
+        max_ms=float(ms.max()),
+        p50_ms=p50,
+        p90_ms=p90,
+        p99_ms=p99,
+        images_per_second=images_per_second,
+    )

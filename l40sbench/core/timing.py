@@ -1,0 +1,141 @@
+"""The clocks the pipelines are timed with.
+
+The workload never times itself: a pipeline hands over a callable (or calls
+start/stop from a framework callback) and a sync function that blocks until
+queued device work is done. Sync runs before every clock reading, so an
+asynchronous GPU cannot make a step look faster than it was.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from l40sbench.core.stats import LatencyStats, summarize
+
+Clock = Callable[[], float]
+Sync = Callable[[], None]
+
+
+def no_sync() -> None:
+    """Sync for devices that run synchronously (the CPU)."""
+
+
+@dataclass(frozen=True)
+class EpochTimes:
+    """Training wall times in seconds.
+
+    `first_epoch_seconds` includes tracing and compilation; the steady state is
+    the mean of epochs 2..N (None with a single epoch).
+    """
+
+    epoch_seconds: tuple[float, ...]
+    total_seconds: float
+    first_epoch_seconds: float | None
+    steady_epoch_seconds: float | None
+
+
+def epoch_times(epoch_seconds: Sequence[float]) -> EpochTimes:
+    """Split per-epoch wall times into total, first and steady state."""
+    times = tuple(float(t) for t in epoch_seconds)
+    steady = times[1:]
+    return EpochTimes(
+        epoch_seconds=times,
+        total_seconds=sum(times),
+        first_epoch_seconds=times[0] if times else None,
+        steady_epoch_seconds=sum(steady) / len(steady) if steady else None,
+    )
+
+
+class EpochClock:
+    """Wall clock for training epochs, driven by start()/stop() calls."""
+
+    def __init__(self, clock: Clock = time.perf_counter, sync: Sync = no_sync):
+        self._clock = clock
+        self._sync = sync
+        self._started: float | None = None
+        self.epoch_seconds: list[float] = []
+
+    def start(self) -> None:
+        self._sync()
+        self._started = self._clock()
+
+    def stop(self) -> float:
+        """Ends the running epoch and returns its duration in seconds."""
+        if self._started is None:
+            raise RuntimeError("EpochClock.stop() called before start()")
+        self._sync()
+        elapsed = self._clock() - self._started
+        self._started = None
+        self.epoch_seconds.append(elapsed)
+        return elapsed
+
+    def summary(self) -> EpochTimes:
+        return epoch_times(self.epoch_seconds)
+
+
+def time_calls(
+    fn: Callable[[Any], object],
+    samples: Iterable[Any],
+    *,
+    clock: Clock = time.perf_counter,
+    sync: Sync = no_sync,
+) -> list[float]:
+    """Times fn(sample) once per sample; returns the durations in seconds."""
+    durations = []
+    for sample in samples:
+        sync()
+        start = clock()
+        fn(sample)
+        sync()
+        durations.append(clock() - start)
+    return durations
+
+
+def probe_latency(
+    fn: Callable[[Any], object],
+    samples: Iterable[Any],
+    *,
+    warmup: int = 1,
+    images_per_call: int = 1,
+    clock: Clock = time.perf_counter,
+    sync: Sync = no_sync,
+) -> LatencyStats:
+    """Times fn once per sample and drops the first `warmup` calls.
+
+    With the article's 140 test images and warmup=1, 139 calls are timed.
+    The warm-up calls run through fn exactly like the others, so tracing and
+    first-call allocation land in them and not in the statistics.
+    """
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0. Received: warmup={warmup}")
+    durations = time_calls(fn, samples, clock=clock, sync=sync)
+    return summarize(durations[warmup:], images_per_call=images_per_call)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Images per second over timed batched calls (warm-up excluded)."""
+
+    batches_timed: int
+    images_timed: int
+    seconds: float
+    images_per_second: float | None
+
+
+def measure_throughput(
+    fn: Callable[[Any], object],
+    batches: Iterable[Any],
+    *,
+    batch_size: int,
+    warmup: int = 1,
+    clock: Clock = time.perf_counter,
+    sync: Sync = no_sync,
+) -> Throughput:
+    """Total images over total time for fn(batch), first `warmup` batches excluded."""
+    durations = time_calls(fn, batches, clock=clock, sync=sync)[warmup:]
+    seconds = sum(durations)
+    images = batch_size * len(durations)
+    rate = images / seconds if seconds > 0 else None
+    return Throughput(len(durations), images, seconds, rate)

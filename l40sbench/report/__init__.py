@@ -1,0 +1,1 @@
+"""Tables (and later plots) from result records."""

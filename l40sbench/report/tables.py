@@ -1,0 +1,93 @@
+"""Plain-text tables in the seed articles' shape, from result dicts."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def format_duration(seconds: float | None) -> str:
+    """The article's style: 54.982s, 1m21.964s.
+
+    >>> format_duration(81.964)
+    '1m21.964s'
+    """
+    if seconds is None:
+        return "-"
+    minutes, rest = divmod(seconds, 60.0)
+    return f"{int(minutes)}m{rest:06.3f}s" if minutes else f"{rest:.3f}s"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def environment_block(env: dict) -> str:
+    gpus = [d.get("model") or d["name"] for d in env.get("devices", []) if d["type"] == "GPU"]
+    gpu = f"{len(gpus)}x {gpus[0]}" if gpus else "none (CPU only)"
+    rows = [
+        ("GPU", gpu),
+        ("CPU", f"{env.get('cpu')} ({env.get('cpu_count')} cores)"),
+        ("OS", env.get("os")),
+        ("CUDA / cuDNN (TF build)", f"{env.get('cuda') or '-'} / {env.get('cudnn') or '-'}"),
+        ("Python / TensorFlow / Keras", f"{env.get('python')} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
+        ("Suite commit", env.get("suite_commit") or "-"),
+        ("Date (UTC)", env.get("timestamp_utc")),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "Environment\n" + "\n".join(f"  {k.ljust(width)} : {v}" for k, v in rows)
+
+
+def training_table(results: Sequence[dict]) -> str:
+    rows = []
+    for r in results:
+        train = r["train"]
+        per_epoch = train["total_seconds"] / train["epochs"] if train["epochs"] else None
+        rows.append(
+            (
+                r["base"],
+                train["epochs"],
+                format_duration(train["total_seconds"]),
+                format_duration(per_epoch),
+                format_duration(train["first_epoch_seconds"]),
+                format_duration(train["steady_epoch_seconds"]),
+            )
+        )
+    return format_table(
+        ("base", "epochs", "total training time", "time per epoch", "first epoch", "steady epoch (2..N)"), rows
+    )
+
+
+def inference_table(results: Sequence[dict]) -> str:
+    rows = []
+    for r in results:
+        inf = r.get("inference") or {}
+        rows.append(
+            (
+                r["base"],
+                inf.get("images_timed", 0),
+                _number(inf.get("mean_ms")),
+                _number(inf.get("images_per_second")),
+                _number(inf.get("p50_ms")),
+                _number(inf.get("p90_ms")),
+                _number(inf.get("p99_ms")),
+            )
+        )
+    return format_table(("base", "images", "mean ms/image", "images/s", "p50 ms", "p90 ms", "p99 ms"), rows)
+
+
+def dataset_table(counts: dict[str, dict[str, int]]) -> str:
+    """Per split: images per class and in total (the article's dataset table)."""
+    classes = sorted({c for per_split in counts.values() for c in per_split})
+    rows = [
+        (split, *(per_split.get(c, 0) for c in classes), sum(per_split.values()))
+        for split, per_split in counts.items()
+    ]
+    return format_table(("split", *classes, "images"), rows)

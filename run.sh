@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Bootstraps .venv on first use (and whenever pyproject.toml changes), then runs
+# the l40sbench CLI with the given arguments. `./run.sh test` runs the tests.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="$here/.venv"
+python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "run.sh: creating $venv with $python" >&2
+  "$python" -m venv "$venv"
+fi
+stamp="$venv/.l40sbench-pyproject.sha256"
+want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "run.sh: installing l40sbench and its pinned dependencies into $venv (first run, or pyproject.toml changed) ..." >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$here[test]" >&2
+  echo "$want" > "$stamp"
+fi
+
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+if [ "${1:-}" = "test" ]; then
+  shift
+  cd "$here"
+  exec "$venv/bin/python" -m pytest "$@"
+fi
+exec "$venv/bin/l40sbench" "$@"
