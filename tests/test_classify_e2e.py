@@ -1,0 +1,166 @@
+"""Real Keras training and inference on the stand-in, at small sizes."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from l40sbench import cli
+from l40sbench.classify import model as model_mod
+from l40sbench.classify.bases import BASES, BaseSpec
+from tests.conftest import REPO
+
+RESULT_KEYS = {
+    "schema", "task", "base", "complete", "config", "env", "dataset", "train", "inference", "accuracy", "weights",
+}
+DATASET_KEYS = {"source", "train_images", "test_images", "classes", "skipped_files"}
+TRAIN_KEYS = {"epochs", "batch_size", "epoch_seconds", "total_seconds", "first_epoch_seconds", "steady_epoch_seconds"}
+INFERENCE_KEYS = {
+    "batch_size", "warmup_excluded", "images_timed", "mean_ms", "images_per_second",
+    "p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms", "std_ms",
+}
+ENV_KEYS = {"python", "tensorflow", "keras", "devices", "cuda", "cudnn", "cpu", "cpu_count", "os",
+            "suite_commit", "timestamp_utc"}
+CONFIG_KEYS = {"base", "data", "epochs", "batch_size", "image_size", "weights", "fine_tune", "limit",
+               "output_dir", "seed", "precision", "xla", "strict"}
+
+
+def classify(tmp_path, capsys, *args):
+    out = tmp_path / "out"
+    code = cli.main(["classify", "--output-dir", str(out), *map(str, args)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads((out / "result.json").read_text()), captured, out
+
+
+@pytest.mark.parametrize("base, size", [("xception", 71), ("inceptionv3", 75), ("vgg19", 32)])
+def test_article_bases_end_to_end(tmp_path, capsys, base, size):
+    result, captured, out = classify(
+        tmp_path, capsys, "--base", base, "--image-size", size, "--limit", 8, "--epochs", 2,
+        "--batch-size", 4, "--weights", "none",
+    )
+    assert RESULT_KEYS <= result.keys()
+    assert result["schema"] == "l40sbench.result/1" and result["task"] == "classify"
+    assert result["base"] == base and result["complete"] is True and result["weights"] == "random"
+    assert CONFIG_KEYS <= result["config"].keys() and result["config"]["image_size"] == size
+    assert ENV_KEYS <= result["env"].keys() and result["env"]["tensorflow"]
+    assert DATASET_KEYS <= result["dataset"].keys()
+    assert result["dataset"]["source"] == "stand-in"
+    assert result["dataset"]["classes"] == {"train": {"cats": 4, "dogs": 4}, "test": {"cats": 4, "dogs": 4}}
+    train = result["train"]
+    assert TRAIN_KEYS <= train.keys()
+    assert train["epochs"] == 2 and len(train["epoch_seconds"]) == 2 and train["batch_size"] == 4
+    assert train["first_epoch_seconds"] == train["epoch_seconds"][0]
+    assert train["steady_epoch_seconds"] == train["epoch_seconds"][1]
+    assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
+    inference = result["inference"]
+    assert INFERENCE_KEYS <= inference.keys()
+    assert inference["images_timed"] == result["dataset"]["test_images"] - 1 == 7
+    assert inference["warmup_excluded"] == 1 and inference["batch_size"] == 1
+    assert inference["min_ms"] <= inference["p50_ms"] <= inference["p90_ms"] <= inference["p99_ms"] <= inference["max_ms"]
+    assert inference["images_per_second"] == pytest.approx(1000 / inference["mean_ms"])
+    assert 0.0 <= result["accuracy"]["test_accuracy"] <= 1.0
+    assert (out / "result.csv").read_text().startswith("accuracy.test_accuracy,")
+    assert "stand-in" in captured.err
+    for heading in ("Environment", "total training time", "time per epoch", "mean ms/image", "images/s", "p99 ms"):
+        assert heading in captured.out
+
+
+def test_training_learns_the_standin(tmp_path, capsys):
+    """A loop that does not update weights stays near chance (0.5) and fails here."""
+    result, _, _ = classify(
+        tmp_path, capsys, "--base", "vgg19", "--image-size", 64, "--limit", 120, "--epochs", 5,
+        "--weights", "none", "--fine-tune", 4,
+    )
+    assert result["model"]["trainable_parameters"] > 1_000_000
+    assert result["accuracy"]["test_accuracy"] >= 0.8
+
+
+def test_local_weights_file_is_loaded(tmp_path, capsys):
+    import keras
+
+    base = keras.applications.VGG19(include_top=False, weights=None, input_shape=(32, 32, 3))
+    path = tmp_path / "vgg19.weights.h5"
+    base.save_weights(path)
+    built, label = model_mod.build_base(BASES.get("vgg19"), 32, str(path), print)
+    assert label == f"file {path}"
+    for saved, loaded in zip(base.weights, built.weights):
+        np.testing.assert_array_equal(saved.numpy(), loaded.numpy())
+    result, _, _ = classify(
+        tmp_path, capsys, "--base", "vgg19", "--image-size", 32, "--limit", 4, "--epochs", 1, "--weights", path,
+    )
+    assert result["weights"] == f"file {path}"
+
+
+def test_garbage_weights_file_is_a_user_error(tmp_path, capsys):
+    path = tmp_path / "garbage.h5"
+    path.write_bytes(b"not hdf5")
+    code = cli.main(["classify", "--base", "vgg19", "--image-size", "32", "--limit", "4", "--weights", str(path),
+                     "--output-dir", str(tmp_path / "o")])
+    assert code == 2
+    assert "cannot load weights file" in capsys.readouterr().err
+
+
+class _Offline(BaseSpec):
+    """A base whose ImageNet download fails the way Keras' get_file does offline."""
+
+    def constructor(self):
+        real = super().constructor()
+
+        def build(include_top, weights, input_shape):
+            if weights == "imagenet":
+                raise Exception("URL fetch failure on https://example.invalid/w.h5: None -- no network")
+            return real(include_top=include_top, weights=weights, input_shape=input_shape)
+
+        return build
+
+
+class _Stalled(BaseSpec):
+    def constructor(self):
+        real = super().constructor()
+
+        def build(include_top, weights, input_shape):
+            if weights == "imagenet":
+                time.sleep(30)
+            return real(include_top=include_top, weights=weights, input_shape=input_shape)
+
+        return build
+
+
+@pytest.mark.parametrize("spec_class, reason", [(_Offline, "URL fetch failure"), (_Stalled, "no answer within 1 s")])
+def test_unavailable_imagenet_falls_back_to_random_without_hanging(spec_class, reason):
+    spec = spec_class("vgg19", "VGG19", "vgg19", 224, 32)
+    messages = []
+    started = time.monotonic()
+    base, label = model_mod.build_base(spec, 32, "imagenet", messages.append, timeout_s=1.0)
+    assert time.monotonic() - started < 20
+    assert label == "random (imagenet unavailable)"
+    assert base.output_shape == (None, 1, 1, 512)
+    assert len(messages) == 1 and reason in messages[0] and "random initialisation" in messages[0]
+
+
+def test_ctrl_c_keeps_finished_epochs(tmp_path):
+    out = tmp_path / "interrupted"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "l40sbench", "classify", "--base", "vgg19", "--image-size", "32", "--limit", "16",
+         "--batch-size", "4", "--epochs", "500", "--weights", "none", "--output-dir", str(out)],
+        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )
+    try:
+        for line in process.stderr:
+            if line.startswith("epoch 2/500"):
+                break
+        process.send_signal(signal.SIGINT)
+        rest = process.stderr.read()
+        assert process.wait(timeout=120) == 130
+    finally:
+        process.kill()
+    assert "Traceback" not in rest and "kept in" in rest
+    result = json.loads((out / "result.json").read_text())
+    assert result["complete"] is False
+    assert result["train"]["epochs"] >= 2 and len(result["train"]["epoch_seconds"]) == result["train"]["epochs"]
+    assert result["inference"] is None

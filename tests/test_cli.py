@@ -1,0 +1,105 @@
+"""Bad input ends in one clear line and exit code 2; --help stays light."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload=None):
+    import cv2
+    import numpy as np
+
+    image = cv2.imencode(".png", np.full((8, 8, 3), 128, np.uint8))[1].tobytes()
+    for split in splits:
+        for name in classes:
+            (root / split / name).mkdir(parents=True)
+            (root / split / name / "a.png").write_bytes(payload or image)
+            (root / split / name / "b.png").write_bytes(image)
+    return root
+
+
+def assert_one_line_exit_2(result, fragment):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == errors[0]
+    assert fragment in errors[0], errors[0]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["classify", "--base", "nope"], "unknown base 'nope'; choose one of:"),
+        (["classify", "--epochs", "0"], "Received: epochs=0"),
+        (["classify", "--epochs", "-3"], "Received: epochs=-3"),
+        (["classify", "--epochs", "ten"], "invalid int value: 'ten'"),
+        (["classify", "--batch-size", "0"], "Received: batch_size=0"),
+        (["classify", "--fine-tune", "some"], "Received: fine_tune='some'"),
+        (["classify", "--precision", "fp8"], "invalid choice: 'fp8'"),
+        (["classify", "--base", "vgg19", "--image-size", "16"], "below vgg19's minimum of 32"),
+        (["classify", "--weights", "/no/such/weights.h5"], "weights file not found"),
+        (["classify", "--data", "/no/such/dir"], "data directory not found"),
+        (["classify", "--no-such-flag"], "unrecognized arguments"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_flags(args, fragment):
+    assert_one_line_exit_2(run_cli(*args), fragment)
+
+
+def test_bad_data_layouts(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_one_line_exit_2(run_cli("classify", "--data", empty), "data directory is empty")
+    no_test = _cats_dogs(tmp_path / "no_test", splits=("train",))
+    assert_one_line_exit_2(run_cli("classify", "--data", no_test), "missing split folder")
+    one_class = _cats_dogs(tmp_path / "one", classes=("cats",))
+    assert_one_line_exit_2(run_cli("classify", "--data", one_class), "at least two are needed")
+    file_path = tmp_path / "file.txt"
+    file_path.write_text("x")
+    assert_one_line_exit_2(run_cli("classify", "--data", file_path), "not a directory")
+    assert_one_line_exit_2(run_cli("datasets", "stats", "--data", empty), "data directory is empty")
+
+
+def test_limit_below_class_count(tmp_path):
+    root = _cats_dogs(tmp_path / "d")
+    assert_one_line_exit_2(run_cli("classify", "--data", root, "--limit", "1"), "--limit 1 is smaller")
+
+
+def test_strict_fails_on_a_corrupt_image_and_stats_lists_it(tmp_path):
+    root = _cats_dogs(tmp_path / "d", payload=b"\xff\xd8 truncated jpeg")
+    assert_one_line_exit_2(run_cli("classify", "--data", root, "--strict"), "unreadable image (--strict)")
+    stats = run_cli("datasets", "stats", "--data", root)
+    assert stats.returncode == 0, stats.stderr
+    assert "unreadable files (4):" in stats.stdout
+    assert str(root / "train" / "cats" / "a.png") in stats.stdout
+    assert "train | 1    | 1    | 2" in stats.stdout
+
+
+def test_datasets_stats_prints_the_article_table_for_the_standin():
+    result = run_cli("datasets", "stats")
+    assert result.returncode == 0, result.stderr
+    assert "train | 279  | 278  | 557" in result.stdout
+    assert "test  | 70   | 70   | 140" in result.stdout
+    assert "unreadable files: none" in result.stdout
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["classify", "--help"], ["datasets", "stats", "--help"]])
+def test_help_explains_every_flag_without_importing_tensorflow(argv):
+    code = (
+        "import sys\nfrom l40sbench.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print('TF-LOADED' if 'tensorflow' in sys.modules or 'keras' in sys.modules else 'TF-FREE')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.strip().endswith("TF-FREE")
+    if argv[0] == "classify":
+        for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--weights", "--fine-tune",
+                     "--limit", "--output-dir", "--seed", "--precision", "--xla", "--strict"):
+            assert flag in out
+        for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
+            assert base in out

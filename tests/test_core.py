@@ -1,0 +1,142 @@
+"""Timing core with a fake clock: no framework, no real time."""
+
+import json
+import math
+
+import pytest
+
+from l40sbench.core.records import to_csv, to_json, write_result
+from l40sbench.core.registry import Registry
+from l40sbench.core.stats import summarize
+from l40sbench.core.timing import EpochClock, epoch_times, measure_throughput, probe_latency
+from l40sbench.errors import UserError
+from l40sbench.report.tables import format_duration
+
+
+class FakeClock:
+    """Each call advances by the next programmed step; logs every reading."""
+
+    def __init__(self, events):
+        self.now = 0.0
+        self.events = events
+
+    def __call__(self):
+        self.events.append("read")
+        return self.now
+
+
+def fake_device(durations_s):
+    """A clock, a sync hook and a workload whose calls 'take' the given durations."""
+    events = []
+    clock = FakeClock(events)
+    remaining = list(durations_s)
+
+    def work(_sample):
+        events.append("work")
+        clock.now += remaining.pop(0)
+
+    return clock, (lambda: events.append("sync")), work, events
+
+
+def test_probe_drops_warmup_and_computes_rate():
+    clock, sync, work, _ = fake_device([1.0, 0.010, 0.020, 0.030])
+    stats = probe_latency(work, range(4), warmup=1, clock=clock, sync=sync)
+    assert stats.count == 3
+    assert stats.mean_ms == pytest.approx(20.0)
+    assert stats.min_ms == pytest.approx(10.0)
+    assert stats.max_ms == pytest.approx(30.0)
+    assert stats.images_per_second == pytest.approx(50.0)
+    assert stats.std_ms == pytest.approx(math.sqrt(200 / 3))
+
+
+def test_probe_syncs_before_every_clock_reading():
+    clock, sync, work, events = fake_device([0.001, 0.002])
+    probe_latency(work, range(2), warmup=0, clock=clock, sync=sync)
+    assert events == ["sync", "read", "work", "sync", "read"] * 2
+
+
+def test_article_count_140_images_gives_139_timed():
+    clock, sync, work, _ = fake_device([0.5] + [0.006575] * 139)
+    stats = probe_latency(work, range(140), clock=clock, sync=sync)
+    assert stats.count == 139
+    assert stats.mean_ms == pytest.approx(6.575)
+    assert stats.images_per_second == pytest.approx(152.091, abs=1e-3)
+
+
+def test_percentiles_interpolate_linearly():
+    stats = summarize([i / 1000 for i in range(1, 101)])  # 1..100 ms
+    assert stats.p50_ms == pytest.approx(50.5)
+    assert stats.p90_ms == pytest.approx(90.1)
+    assert stats.p99_ms == pytest.approx(99.01)
+
+
+def test_summarize_handles_zero_and_one_sample():
+    empty = summarize([])
+    assert empty.count == 0 and empty.mean_ms is None and empty.images_per_second is None
+    one = summarize([0.004])
+    assert one.count == 1 and one.std_ms == 0.0 and one.p99_ms == pytest.approx(4.0)
+    assert summarize([0.004], images_per_call=16).images_per_second == pytest.approx(4000.0)
+
+
+def test_summarize_rejects_negative_samples():
+    with pytest.raises(ValueError, match="Received"):
+        summarize([0.001, -0.001])
+
+
+def test_epoch_clock_syncs_and_splits_first_from_steady():
+    events = []
+    clock = FakeClock(events)
+    epochs = EpochClock(clock=clock, sync=lambda: events.append("sync"))
+    for seconds in (12.0, 8.0, 8.5, 7.5):
+        epochs.start()
+        clock.now += seconds
+        assert epochs.stop() == pytest.approx(seconds)
+    assert events == ["sync", "read"] * 8
+    times = epochs.summary()
+    assert times.total_seconds == pytest.approx(36.0)
+    assert times.first_epoch_seconds == pytest.approx(12.0)
+    assert times.steady_epoch_seconds == pytest.approx(8.0)
+
+
+def test_epoch_times_single_and_none():
+    assert epoch_times([3.0]).steady_epoch_seconds is None
+    assert epoch_times([]).first_epoch_seconds is None
+    with pytest.raises(RuntimeError):
+        EpochClock().stop()
+
+
+def test_throughput_counts_images_after_warmup():
+    clock, sync, work, _ = fake_device([2.0, 0.5, 0.5])
+    result = measure_throughput(work, range(3), batch_size=64, clock=clock, sync=sync)
+    assert result.images_timed == 128
+    assert result.images_per_second == pytest.approx(128.0)
+
+
+def test_records_are_sorted_json_with_null_for_nan(tmp_path):
+    record = {"b": float("nan"), "a": {"y": [1.0, float("inf")], "x": 2}}
+    text = to_json(record)
+    assert json.loads(text) == {"a": {"x": 2, "y": [1.0, None]}, "b": None}
+    assert text.index('"a"') < text.index('"b"')
+    path = write_result(tmp_path / "out", record)
+    assert json.loads(path.read_text())["a"]["x"] == 2
+    assert (tmp_path / "out" / "result.csv").read_text().splitlines()[0] == "a.x,a.y,b"
+    assert not list((tmp_path / "out").glob("*.tmp"))
+    assert to_csv({"k": {"v": 1}}).splitlines() == ["k.v", "1"]
+
+
+def test_registry_rejects_duplicates_and_lists_names_on_miss():
+    registry = Registry("base")
+    registry.register("b", 2)
+    registry.register("a", 1)
+    with pytest.raises(KeyError):
+        registry.register("a", 3)
+    with pytest.raises(UserError, match="unknown base 'c'; choose one of: a, b"):
+        registry.get("c")
+    assert registry.names("a*") == ["a"]
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(81.964, "1m21.964s"), (54.982, "54.982s"), (2127.83, "35m27.830s"), (None, "-")]
+)
+def test_format_duration_matches_the_article(seconds, text):
+    assert format_duration(seconds) == text
