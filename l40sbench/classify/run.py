@@ -180,7 +180,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             batch_size=config.batch_size,
             epochs=config.epochs,
             shuffle=True,
-            verbose=1 if sys.stderr.isatty() else 0,
+            verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
             callbacks=[_epoch_callback(clock, on_epoch)],
         )
     except BaseException:
