@@ -7,6 +7,10 @@ venv="$here/.venv"
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 
 if [ ! -x "$venv/bin/python" ]; then
+  if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    echo "run.sh: Python 3.11 is needed (TensorFlow 2.20 pins); found $("$python" --version 2>&1 | head -n 1). Set PYTHON=/path/to/python3.11." >&2
+    exit 2
+  fi
   echo "run.sh: creating $venv with $python" >&2
   "$python" -m venv "$venv"
 fi

@@ -47,6 +47,8 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
     assert result["schema"] == "l40sbench.result/1" and result["task"] == "classify"
     assert result["base"] == base and result["complete"] is True and result["weights"] == "random"
     assert CONFIG_KEYS <= result["config"].keys() and result["config"]["image_size"] == size
+    features = {"xception": 2048, "inceptionv3": 2048, "vgg19": 512}[base]
+    assert result["model"]["trainable_parameters"] == 2 * features + 2  # --fine-tune head: base frozen
     assert ENV_KEYS <= result["env"].keys() and result["env"]["tensorflow"]
     assert DATASET_KEYS <= result["dataset"].keys()
     assert result["dataset"]["source"] == "stand-in"
@@ -164,3 +166,43 @@ def test_ctrl_c_keeps_finished_epochs(tmp_path):
     assert result["complete"] is False
     assert result["train"]["epochs"] >= 2 and len(result["train"]["epoch_seconds"]) == result["train"]["epochs"]
     assert result["inference"] is None
+
+
+def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
+    from l40sbench.classify import run as run_mod
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.core.records import write_result
+
+    def crash_on_second_epoch(epoch_seconds, remaining):
+        if len(epoch_seconds) == 2:
+            raise RuntimeError("simulated crash in epoch 2")
+        return 0.0
+
+    monkeypatch.setattr(run_mod, "_eta_seconds", crash_on_second_epoch)
+    config = ClassifyConfig(base="vgg19", image_size=32, limit=4, epochs=5, weights="none", batch_size=2)
+    out = tmp_path / "crashed"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_mod.run_classify(config, log=lambda _: None, save=lambda record: write_result(out, record))
+    result = json.loads((out / "result.json").read_text())
+    assert result["complete"] is False
+    assert len(result["train"]["epoch_seconds"]) == 2 and result["inference"] is None
+
+
+@pytest.mark.parametrize("name", ["resnet50", "mobilenetv2"])
+def test_extra_bases_build_and_predict(name):
+    spec = BASES.get(name)
+    base, label = model_mod.build_base(spec, spec.min_size, "none", print)
+    model = model_mod.build_classifier(spec, base, spec.min_size, 3, None)
+    assert label == "random"
+    assert [w for w in model.trainable_weights if "head" not in w.path] == []
+    probabilities = model(np.zeros((2, spec.min_size, spec.min_size, 3), np.uint8)).numpy()
+    assert probabilities.shape == (2, 3)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_fine_tune_top_layers_unfreezes_exactly_those():
+    spec = BASES.get("vgg19")
+    base, _ = model_mod.build_base(spec, 32, "none", print)
+    model_mod.build_classifier(spec, base, 32, 2, 4)
+    assert [layer.trainable for layer in base.layers[-4:]] == [True] * 4
+    assert not any(layer.trainable for layer in base.layers[:-4])

@@ -125,12 +125,18 @@ def decode_layout(
     y: dict[str, np.ndarray] = {}
     skipped: list[str] = []
     counts: dict[str, dict[str, int]] = {}
+    total = sum(len(paths) for by_class in layout.files.values() for paths in by_class.values())
+    report_every = max(total // 10, 100)
+    done = 0
     for split in SPLITS:
         images, labels = [], []
         counts[split] = {}
         for label, name in enumerate(layout.classes):
             kept = 0
             for path in layout.files[split][name]:
+                done += 1
+                if done % report_every == 0:
+                    log(f"  decoded {done}/{total}")
                 rgb = decode_rgb(path.read_bytes())
                 if rgb is None:
                     if strict:
@@ -193,8 +199,7 @@ def load_images(
         if cached is not None and not (strict and cached.skipped_files):
             log(f"decoded images from cache {cache_path}")
             return cached
-    total = sum(len(p) for by_class in layout.files.values() for p in by_class.values())
-    log(f"decoding {total} images at {image_size}x{image_size} ...")
+    log(f"decoding images at {image_size}x{image_size} (cached for later runs) ...")
     images = decode_layout(layout, image_size, strict=strict, log=log)
     if cache_path is not None:
         _save_cache(cache_path, images)

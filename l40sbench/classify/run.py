@@ -99,6 +99,38 @@ def make_forward(model, image_size: int, xla: bool):
     return forward
 
 
+def _compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log):
+    """Returns (compiled model, weights label); imports TensorFlow on first use."""
+    import tensorflow  # noqa: F401  (heavy: imported once the inputs are known good)
+
+    _set_up_keras(config)
+    import keras
+
+    spec = BASES.get(config.base)
+    base, weights_label = build_base(spec, image_size, config.weights, log)
+    model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+        jit_compile=config.xla,
+    )
+    return model, weights_label
+
+
+def _measure_inference(model, images: data_mod.ImageSet, image_size: int, config: ClassifyConfig, sync):
+    """Latency of the test images one at a time, and the accuracy of those same predictions."""
+    forward = make_forward(model, image_size, config.xla)
+    probabilities: list[np.ndarray] = []
+    stats = probe_latency(
+        lambda image: probabilities.append(forward(image)), images.x["test"], warmup=config.warmup, sync=sync
+    )
+    if not probabilities:
+        return stats, None
+    predicted = np.argmax(np.stack(probabilities), axis=1)
+    return stats, float(np.mean(predicted == images.y["test"]))
+
+
 def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     """Runs the protocol; calls save() after every epoch and at the end.
 
@@ -124,19 +156,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     )
 
     log(f"loading TensorFlow and building {spec.name} at {image_size}x{image_size} ...")
-    import tensorflow as tf  # noqa: F401  (heavy: only once the inputs are known good)
-
-    _set_up_keras(config)
-    import keras
-
-    base, weights_label = build_base(spec, image_size, config.weights, log)
-    model = build_classifier(spec, base, image_size, len(images.classes), config.trainable_top_layers)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-        jit_compile=config.xla,
-    )
+    model, weights_label = _compiled_model(config, image_size, len(images.classes), log)
     sync = _tf_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
     env = env_mod.fingerprint()
@@ -188,16 +208,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
         raise
 
     log(f"inference: {dataset.test_images} test images one at a time, first {config.warmup} excluded ...")
-    forward = make_forward(model, image_size, config.xla)
-    probabilities: list[np.ndarray] = []
-    stats = probe_latency(
-        lambda image: probabilities.append(forward(image)),
-        images.x["test"],
-        warmup=config.warmup,
-        sync=sync,
-    )
-    predicted = np.argmax(np.stack(probabilities), axis=1) if probabilities else np.zeros(0, int)
-    accuracy = float(np.mean(predicted == images.y["test"])) if len(predicted) else None
+    stats, accuracy = _measure_inference(model, images, image_size, config, sync)
     inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
     result = record(True, inference, {"test_accuracy": accuracy})
     save(result.to_dict())
