@@ -10,17 +10,15 @@ set: it fixes the shape of the work, not its accuracy.
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from l40sbench.generated import generate_once
+
 GENERATOR_VERSION = 1
 COUNTS = {"train": {"cats": 279, "dogs": 278}, "test": {"cats": 70, "dogs": 70}}
-_MARKER = "standin.json"
 
 
 def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
@@ -75,20 +73,10 @@ def _write_split(folder: Path, counts: dict[str, int], seed: int) -> None:
 
 def ensure_standin(root: Path, seed: int = 0) -> Path:
     """Generates the set under root once (atomically) and returns its path."""
-    marker = root / _MARKER
-    expected = {"generator_version": GENERATOR_VERSION, "seed": seed, "counts": COUNTS}
-    if marker.is_file() and json.loads(marker.read_text()) == expected:
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-    try:
+
+    def write(folder: Path) -> None:
         for split, counts in COUNTS.items():
-            _write_split(tmp / split, counts, seed + (0 if split == "train" else 1))
-        (tmp / _MARKER).write_text(json.dumps(expected))
-        if root.exists():
-            shutil.rmtree(root)
-        tmp.rename(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return root
+            _write_split(folder / split, counts, seed + (0 if split == "train" else 1))
+
+    recipe = {"generator_version": GENERATOR_VERSION, "seed": seed, "counts": COUNTS}
+    return generate_once(root, recipe, write)

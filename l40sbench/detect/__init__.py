@@ -1,0 +1,1 @@
+"""Model Garden detection benchmark (work in progress: see issue 3)."""
