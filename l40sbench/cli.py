@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from l40sbench import paths
 from l40sbench.classify.bases import BASES
 from l40sbench.errors import UserError
 
@@ -74,7 +75,15 @@ def _add_datasets(subparsers) -> None:
         help="per-split, per-class image counts and unreadable files",
         description="Print the article's dataset table (images per split and class) and list unreadable files.",
     )
-    stats.add_argument("--data", type=Path, help="DIR with train/<class>/ and test/<class>/ (default: the stand-in)")
+    stats.add_argument(
+        "--data", type=Path,
+        help="DIR: folder-per-class (train/<class>/, test/<class>/) or Pascal VOC (train_zip/train/*.jpg + .xml, "
+             "or train/, test/) (default: the stand-in of --task)",
+    )
+    stats.add_argument(
+        "--task", choices=("classify", "detect"),
+        help="which layout to read (default: VOC when the train folder holds .xml files, else folder-per-class)",
+    )
     stats.set_defaults(func=_cmd_datasets_stats)
 
 
@@ -147,16 +156,35 @@ def _cmd_classify(args) -> int:
     return 0
 
 
+def _is_voc(root: Path) -> bool:
+    from l40sbench.detect.voc import SPLIT_DIRS
+
+    return any(any((root / d).glob("*.xml")) for d in SPLIT_DIRS["train"] if (root / d).is_dir())
+
+
 def _cmd_datasets_stats(args) -> int:
+    from l40sbench.report import tables
+
+    task = args.task or ("detect" if args.data is not None and _is_voc(args.data) else "classify")
+    if task == "detect":
+        from l40sbench.detect import voc
+        from l40sbench.detect.standin import ensure_standin as fruit_standin
+
+        root = args.data if args.data is not None else fruit_standin(paths.datasets_dir() / "standin" / "fruits")
+        splits = {split: voc.load_split(root, split, log=_log) for split in ("train", "test")}
+        counts = {split: voc.object_counts(a) for split, a in splits.items()}
+        images = {split: len(a) for split, a in splits.items()}
+        print(f"{root}{' (generated stand-in)' if args.data is None else ''}: objects per class")
+        print(tables.dataset_table(counts, images))
+        return 0
+
     from l40sbench.classify import data as data_mod
     from l40sbench.classify.run import standin_path
     from l40sbench.classify.standin import ensure_standin
-    from l40sbench.report import tables
 
     root = args.data if args.data is not None else ensure_standin(standin_path())
-    layout = data_mod.scan(root)
-    checked = data_mod.decode_layout(layout, None)
-    print(f"{root}{' (generated stand-in)' if args.data is None else ''}")
+    checked = data_mod.decode_layout(data_mod.scan(root), None)
+    print(f"{root}{' (generated stand-in)' if args.data is None else ''}: images per class")
     print(tables.dataset_table(checked.counts))
     if checked.skipped_files:
         print(f"\nunreadable files ({len(checked.skipped_files)}):")

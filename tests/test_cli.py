@@ -3,15 +3,14 @@
 import subprocess
 import sys
 
+import cv2
+import numpy as np
 import pytest
 
 from tests.conftest import run_cli
 
 
 def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload=None):
-    import cv2
-    import numpy as np
-
     image = cv2.imencode(".png", np.full((8, 8, 3), 128, np.uint8))[1].tobytes()
     for split in splits:
         for name in classes:
@@ -103,3 +102,22 @@ def test_help_explains_every_flag_without_importing_tensorflow(argv):
             assert flag in out
         for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
             assert base in out
+
+
+def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):
+    result = run_cli("datasets", "stats", "--task", "detect")
+    assert result.returncode == 0, result.stderr
+    assert "split | apple | banana | orange | images" in result.stdout
+    assert "train | 156   | 169    | 140    | 240" in result.stdout
+    assert "test  | 35    | 40     | 42     | 60" in result.stdout
+    plain = tmp_path / "voc"
+    for split in ("train", "test"):
+        (plain / split).mkdir(parents=True)
+        (plain / split / "a.png").write_bytes(cv2.imencode(".png", np.zeros((9, 9, 3), np.uint8))[1].tobytes())
+        (plain / split / "a.xml").write_text("<annotation><object><name>kiwi</name><bndbox><xmin>1</xmin><ymin>1</ymin>"
+                                             "<xmax>8</xmax><ymax>8</ymax></bndbox></object></annotation>")
+    detected = run_cli("datasets", "stats", "--data", plain)
+    assert detected.returncode == 0, detected.stderr
+    assert "train | 1    | 1" in detected.stdout
+    (plain / "test" / "a.xml").unlink()
+    assert_one_line_exit_2(run_cli("datasets", "stats", "--data", plain), "images without XML: a.png")

@@ -83,11 +83,15 @@ def inference_table(results: Sequence[dict]) -> str:
     return format_table(("base", "images", "mean ms/image", "images/s", "p50 ms", "p90 ms", "p99 ms"), rows)
 
 
-def dataset_table(counts: dict[str, dict[str, int]]) -> str:
-    """Per split: images per class and in total (the article's dataset table)."""
+def dataset_table(counts: dict[str, dict[str, int]], images: dict[str, int] | None = None) -> str:
+    """Per split: count per class, then images (the articles' dataset tables).
+
+    For classification the counts are images, so `images` is their sum; for
+    detection they are objects and `images` is given.
+    """
     classes = sorted({c for per_split in counts.values() for c in per_split})
     rows = [
-        (split, *(per_split.get(c, 0) for c in classes), sum(per_split.values()))
+        (split, *(per_split.get(c, 0) for c in classes), (images or {}).get(split, sum(per_split.values())))
         for split, per_split in counts.items()
     ]
     return format_table(("split", *classes, "images"), rows)
