@@ -59,6 +59,7 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
     assert train["first_epoch_seconds"] == train["epoch_seconds"][0]
     assert train["steady_epoch_seconds"] == train["epoch_seconds"][1]
     assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
+    assert len(train["loss_per_epoch"]) == 2 and all(loss > 0 for loss in train["loss_per_epoch"])
     inference = result["inference"]
     assert INFERENCE_KEYS <= inference.keys()
     assert inference["images_timed"] == result["dataset"]["test_images"] - 1 == 7
@@ -178,7 +179,7 @@ def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
             raise RuntimeError("simulated crash in epoch 2")
         return 0.0
 
-    monkeypatch.setattr(run_mod, "_eta_seconds", crash_on_second_epoch)
+    monkeypatch.setattr(run_mod, "eta_seconds", crash_on_second_epoch)
     config = ClassifyConfig(base="vgg19", image_size=32, limit=4, epochs=5, weights="none", batch_size=2)
     out = tmp_path / "crashed"
     with pytest.raises(RuntimeError, match="simulated crash"):

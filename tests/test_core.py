@@ -8,7 +8,7 @@ import pytest
 from l40sbench.core.records import to_csv, to_json, write_result
 from l40sbench.core.registry import Registry
 from l40sbench.core.stats import summarize
-from l40sbench.core.timing import EpochClock, epoch_times, measure_throughput, probe_latency
+from l40sbench.core.timing import EpochClock, epoch_times, eta_seconds, measure_throughput, probe_latency
 from l40sbench.errors import UserError
 from l40sbench.report.tables import format_duration
 
@@ -140,3 +140,9 @@ def test_registry_rejects_duplicates_and_lists_names_on_miss():
 )
 def test_format_duration_matches_the_article(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_eta_ignores_the_compile_heavy_first_epoch_once_it_can():
+    assert eta_seconds([30.0], 4) == pytest.approx(120.0)
+    assert eta_seconds([30.0, 10.0, 12.0], 5) == pytest.approx(55.0)
+    assert eta_seconds([], 3) == 0.0

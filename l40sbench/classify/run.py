@@ -21,8 +21,9 @@ from l40sbench.classify.model import build_base, build_classifier
 from l40sbench.classify.standin import ensure_standin
 from l40sbench.core import env as env_mod
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
-from l40sbench.core.timing import EpochClock, no_sync, probe_latency
+from l40sbench.core.timing import EpochClock, eta_seconds, probe_latency
 from l40sbench.errors import UserError
+from l40sbench.tf_device import device_sync
 
 Log = Callable[[str], None]
 Save = Callable[[dict], None]
@@ -49,14 +50,6 @@ def resolve_image_size(config: ClassifyConfig) -> int:
     return size
 
 
-def _tf_sync():
-    import tensorflow as tf
-
-    if tf.config.list_logical_devices("GPU"):
-        return tf.test.experimental.sync_devices
-    return no_sync
-
-
 def _set_up_keras(config: ClassifyConfig) -> None:
     import keras
 
@@ -77,12 +70,6 @@ def _epoch_callback(clock: EpochClock, on_epoch: Callable[[int, float, dict], No
             on_epoch(epoch, clock.stop(), dict(logs or {}))
 
     return EpochTimer()
-
-
-def _eta_seconds(epoch_seconds: list[float], remaining: int) -> float:
-    # The first epoch carries tracing; once there is a second, predict from the rest.
-    steady = epoch_seconds[1:] or epoch_seconds
-    return remaining * sum(steady) / len(steady)
 
 
 def make_forward(model, image_size: int, xla: bool):
@@ -157,7 +144,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
 
     log(f"loading TensorFlow and building {spec.name} at {image_size}x{image_size} ...")
     model, weights_label = _compiled_model(config, image_size, len(images.classes), log)
-    sync = _tf_sync()
+    sync = device_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
     env = env_mod.fingerprint()
     model_info = {
@@ -168,6 +155,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
         "fine_tune": config.fine_tune,
     }
     clock = EpochClock(sync=sync)
+    losses: list[float] = []
 
     def record(complete: bool, inference=None, accuracy=None) -> RunResult:
         return RunResult(
@@ -177,7 +165,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             config=effective,
             env=env,
             dataset=dataset,
-            train=TrainResult.from_times(clock.summary(), config.batch_size),
+            train=TrainResult.from_times(clock.summary(), config.batch_size, losses),
             weights=weights_label,
             model=model_info,
             inference=inference,
@@ -186,7 +174,8 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
 
     def on_epoch(epoch: int, seconds: float, logs: dict) -> None:
         done = epoch + 1
-        eta = _eta_seconds(clock.epoch_seconds, config.epochs - done)
+        losses.append(logs.get("loss", float("nan")))
+        eta = eta_seconds(clock.epoch_seconds, config.epochs - done)
         metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(logs.items()) if isinstance(v, (int, float)))
         log(f"epoch {done}/{config.epochs}: {seconds:.3f} s  {metrics}  ETA {eta:.0f} s")
         save(record(False).to_dict())

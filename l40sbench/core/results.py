@@ -30,9 +30,10 @@ class TrainResult:
     total_seconds: float
     first_epoch_seconds: float | None
     steady_epoch_seconds: float | None
+    loss_per_epoch: tuple[float, ...] = ()
 
     @classmethod
-    def from_times(cls, times: EpochTimes, batch_size: int) -> "TrainResult":
+    def from_times(cls, times: EpochTimes, batch_size: int, losses=()) -> "TrainResult":
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -40,6 +41,7 @@ class TrainResult:
             total_seconds=times.total_seconds,
             first_epoch_seconds=times.first_epoch_seconds,
             steady_epoch_seconds=times.steady_epoch_seconds,
+            loss_per_epoch=tuple(float(v) for v in losses),
         )
 
 
@@ -56,9 +58,12 @@ class InferenceResult:
     min_ms: float | None
     max_ms: float | None
     std_ms: float | None
+    stages_mean_ms: dict = field(default_factory=dict)
 
     @classmethod
-    def from_stats(cls, stats: LatencyStats, *, warmup: int, batch_size: int) -> "InferenceResult":
+    def from_stats(
+        cls, stats: LatencyStats, *, warmup: int, batch_size: int, stages_mean_ms: dict | None = None
+    ) -> "InferenceResult":
         return cls(
             batch_size=batch_size,
             warmup_excluded=warmup,
@@ -71,6 +76,7 @@ class InferenceResult:
             min_ms=stats.min_ms,
             max_ms=stats.max_ms,
             std_ms=stats.std_ms,
+            stages_mean_ms=dict(stages_mean_ms or {}),
         )
 
 
@@ -89,6 +95,7 @@ class RunResult:
     model: dict = field(default_factory=dict)
     inference: InferenceResult | None = None
     accuracy: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

@@ -48,6 +48,16 @@ def epoch_times(epoch_seconds: Sequence[float]) -> EpochTimes:
     )
 
 
+def eta_seconds(epoch_seconds: Sequence[float], remaining_epochs: int) -> float:
+    """Time left, predicted from the epochs so far.
+
+    The first epoch carries tracing and compilation; once there is a second,
+    the prediction uses only the later ones.
+    """
+    steady = list(epoch_seconds[1:]) or list(epoch_seconds)
+    return remaining_epochs * sum(steady) / len(steady) if steady else 0.0
+
+
 class EpochClock:
     """Wall clock for training epochs, driven by start()/stop() calls."""
 

@@ -1,0 +1,57 @@
+"""The effective settings of one detection run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from l40sbench.classify.config import PRECISIONS
+
+ARTICLE_EPOCHS = 200
+
+
+@dataclass(frozen=True)
+class DetectConfig:
+    """Every setting of a detection run; `epochs` None means the article's 200
+    with a GPU and 1 (with a projection) without.
+
+    Raises:
+      ValueError: a value out of range, naming it ("Received: epochs=-3").
+    """
+
+    base: str = "ssd_resnet50_fpn"
+    data: Path | None = None
+    epochs: int | None = None
+    batch_size: int = 16
+    image_size: int = 640
+    init_checkpoint: str | None = None
+    classes: tuple[str, ...] | None = None
+    limit: int | None = None
+    output_dir: Path | None = None
+    seed: int = 0
+    score_threshold: float = 0.05
+    precision: str = "fp32"
+    warmup: int = 1
+
+    def __post_init__(self):
+        for name in ("epochs", "limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1. Received: {name}={value}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1. Received: batch_size={self.batch_size}")
+        if self.image_size < 64 or self.image_size % 32:
+            raise ValueError(f"image_size must be a multiple of 32, at least 64. Received: image_size={self.image_size}")
+        if not 0.0 <= self.score_threshold < 1.0:
+            raise ValueError(f"score_threshold must be in [0, 1). Received: score_threshold={self.score_threshold}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}")
+        if self.classes is not None and (len(self.classes) == 0 or len(set(self.classes)) != len(self.classes)):
+            raise ValueError(f"classes must be distinct names. Received: classes={list(self.classes)}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0. Received: warmup={self.warmup}")
+
+    def to_dict(self) -> dict:
+        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+        out["classes"] = list(self.classes) if self.classes is not None else None
+        return out

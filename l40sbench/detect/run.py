@@ -1,0 +1,221 @@
+"""One detection benchmark: VOC data -> TFRecords -> Model Garden task -> timed
+epochs -> serving-path latency -> pycocotools mAP.
+
+Model Garden does the modelling (configs, parser, losses, train_step, serving
+module); this module is the thin adapter that hands its calls to the core
+clocks. Library code: it reports through `log` and `save` only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from l40sbench import paths
+from l40sbench.core import env as env_mod
+from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
+from l40sbench.core.timing import EpochClock, eta_seconds, probe_latency
+from l40sbench.detect import voc
+from l40sbench.detect.bases import DETECTORS, experiment_config
+from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
+from l40sbench.detect.evaluate import coco_ground_truth, evaluate, to_coco_detections
+from l40sbench.detect.standin import ensure_standin
+from l40sbench.errors import UserError
+from l40sbench.images import decode_rgb
+
+Log = Callable[[str], None]
+Save = Callable[[dict], None]
+BASE_LEARNING_RATE = 0.01  # per 16 images; SGD momentum 0.9, no tuning (as the article)
+
+
+def standin_path() -> Path:
+    return paths.datasets_dir() / "standin" / "fruits"
+
+
+def load_annotations(config: DetectConfig, log: Log):
+    """(train, test, classes, source) from --data or the stand-in, --limit applied."""
+    if config.data is None:
+        root = ensure_standin(standin_path())
+        log(f"data: generated stand-in for Kaggle 'Fruit Images for Object Detection' at {root} (not the real set)")
+        source = "stand-in"
+    else:
+        root, source = Path(config.data), str(Path(config.data).resolve())
+        if not root.is_dir():
+            raise UserError(f"data directory not found: {root}")
+    train = voc.load_split(root, "train", config.classes, log)[: config.limit]
+    test = voc.load_split(root, "test", config.classes, log)[: config.limit]
+    classes = config.classes or voc.class_names(train + test)
+    if not classes:
+        raise UserError(f"no objects in the annotations under {root}")
+    return train, test, tuple(classes), source
+
+
+def _check_checkpoint(path: str | None) -> None:
+    if path is None:
+        return
+    p = Path(path)
+    if not (p.is_dir() or p.exists() or Path(f"{path}.index").exists()):
+        raise UserError(f"init checkpoint not found: {path}")
+
+
+def _optimizer(task, experiment, batch_size: int, total_steps: int):
+    from official.modeling import optimization
+
+    rate = BASE_LEARNING_RATE * batch_size / 16
+    optimizer_config = optimization.OptimizationConfig({
+        "optimizer": {"type": "sgd", "sgd": {"momentum": 0.9, "global_clipnorm": 10.0}},
+        "learning_rate": {"type": "constant", "constant": {"learning_rate": rate}},
+        "warmup": {"type": "linear",
+                   "linear": {"warmup_steps": max(1, min(100, total_steps // 10)), "warmup_learning_rate": rate / 10}},
+    })
+    return task.create_optimizer(optimizer_config, experiment.runtime)
+
+
+def _serving_functions(experiment, model, image_size: int):
+    """The SavedModel serving function, and its two stages for the split."""
+    import tensorflow as tf
+    from official.vision.serving.detection import DetectionModule
+
+    module = DetectionModule(experiment, batch_size=1, input_image_size=[image_size, image_size], model=model)
+    signature = [tf.TensorSpec([1, None, None, 3], tf.uint8)]
+    serve = tf.function(module.serve, input_signature=signature)
+    preprocess = tf.function(module.preprocess, input_signature=signature)
+
+    @tf.function
+    def forward(images, anchor_boxes, image_info):
+        return model.call(images=images, image_shape=image_info[:, 1, :], anchor_boxes=anchor_boxes, training=False)
+
+    return serve, preprocess, forward
+
+
+def _measure_inference(experiment, model, test, classes, config: DetectConfig, sync):
+    import tensorflow as tf
+
+    serve, preprocess, forward = _serving_functions(experiment, model, config.image_size)
+    images = [tf.convert_to_tensor(decode_rgb(a.image_path.read_bytes())[None]) for a in test]
+    prepared: list = []
+    pre = probe_latency(lambda x: prepared.append(tf.nest.map_structure(lambda t: t.numpy(), preprocess(x))),
+                        images, warmup=config.warmup, sync=sync)
+    model_only = probe_latency(lambda p: forward(*p)["detection_scores"].numpy(), prepared, warmup=config.warmup,
+                               sync=sync)
+    outputs: list = []
+    total = probe_latency(
+        lambda x: outputs.append({k: v.numpy() for k, v in serve(x).items()}), images, warmup=config.warmup, sync=sync
+    )
+    detections = []
+    for image_id, (out, (_, _, info)) in enumerate(zip(outputs, prepared), start=1):
+        n = int(out["num_detections"][0])
+        detections += to_coco_detections(
+            image_id, out["detection_boxes"][0, :n], out["detection_classes"][0, :n].astype(int),
+            out["detection_scores"][0, :n], scale=float(info[0, 2, 0]), score_threshold=config.score_threshold,
+        )
+    accuracy = evaluate(coco_ground_truth(test, classes), detections)
+    stages = {"preprocess": pre.mean_ms, "model_with_postprocess": model_only.mean_ms, "total": total.mean_ms}
+    return InferenceResult.from_stats(total, warmup=config.warmup, batch_size=1, stages_mean_ms=stages), accuracy
+
+
+def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
+    """Runs the protocol; calls save() after every epoch and at the end.
+
+    Raises:
+      UserError: bad data, flags or checkpoint path.
+      KeyboardInterrupt: re-raised after the finished epochs were saved.
+    """
+    spec = DETECTORS.get(config.base)
+    _check_checkpoint(config.init_checkpoint)
+    train, test, classes, source = load_annotations(config, log)
+    dataset = DatasetInfo(
+        source=source, train_images=len(train), test_images=len(test),
+        classes={"train": voc.object_counts(train), "test": voc.object_counts(test)},
+    )
+
+    log(f"loading TensorFlow and Model Garden, building {spec.name} at {config.image_size}x{config.image_size} ...")
+    import tensorflow as tf
+    from official import vision  # noqa: F401  (registers Model Garden's experiments and tasks)
+    from official.core import task_factory
+    from official.modeling import performance
+
+    from l40sbench.detect.tfrecords import cached_tfrecord
+    from l40sbench.tf_device import device_sync, has_gpu
+
+    tf.keras.utils.set_random_seed(config.seed)
+    dtype = {"fp32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}[config.precision]
+    performance.set_mixed_precision_policy(dtype)
+    cache = paths.cache_dir()
+    experiment = experiment_config(
+        spec, num_classes=len(classes), image_size=config.image_size, batch_size=config.batch_size,
+        train_path=str(cached_tfrecord(train, classes, cache, "train")),
+        eval_path=str(cached_tfrecord(test, classes, cache, "test")),
+        init_checkpoint=config.init_checkpoint,
+    )
+    experiment.runtime.mixed_precision_dtype = dtype
+    task = task_factory.get_task(experiment.task)
+    model = task.build_model()
+    task.initialize(model)
+
+    notes: dict = {}
+    epochs = config.epochs
+    if epochs is None:
+        epochs = ARTICLE_EPOCHS if has_gpu() else 1
+        if epochs == 1:
+            log(f"no GPU visible: training 1 epoch instead of the article's {ARTICLE_EPOCHS} (give --epochs to choose)")
+            notes["epochs_defaulted_for_cpu"] = True
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    optimizer = _optimizer(task, experiment, config.batch_size, epochs * steps_per_epoch)
+    batches = iter(task.build_inputs(experiment.task.train_data))
+    train_step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer))
+
+    sync = device_sync()
+    clock = EpochClock(sync=sync)
+    losses: list[float] = []
+    effective = dataclasses.replace(config, epochs=epochs, classes=classes).to_dict()
+    env = env_mod.fingerprint()
+    model_info = {
+        "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
+        "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
+        "parameters": int(model.count_params()), "steps_per_epoch": steps_per_epoch,
+    }
+    weights = f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random"
+
+    def record(complete: bool, inference=None, accuracy=None) -> RunResult:
+        return RunResult(
+            task="detect", base=spec.name, complete=complete, config=effective, env=env, dataset=dataset,
+            train=TrainResult.from_times(clock.summary(), config.batch_size, losses), weights=weights,
+            model=model_info, inference=inference, accuracy=accuracy or {}, notes=notes,
+        )
+
+    save(record(False).to_dict())
+    log(f"training {epochs} epoch(s) of {steps_per_epoch} step(s), batch {config.batch_size}, "
+        f"{len(train)} images, {len(classes)} classes ...")
+    try:
+        for epoch in range(epochs):
+            clock.start()
+            step_losses = []
+            for step in range(steps_per_epoch):
+                step_losses.append(float(train_step(next(batches))["loss"]))
+                if epoch == 0:
+                    log(f"  epoch 1 step {step + 1}/{steps_per_epoch}: loss {step_losses[-1]:.4f}")
+            seconds = clock.stop()
+            losses.append(float(np.mean(step_losses)))
+            eta = eta_seconds(clock.epoch_seconds, epochs - epoch - 1)
+            log(f"epoch {epoch + 1}/{epochs}: {seconds:.3f} s  loss {losses[-1]:.4f}  ETA {eta:.0f} s")
+            save(record(False).to_dict())
+    except BaseException:
+        save(record(False).to_dict())
+        raise
+    if notes.get("epochs_defaulted_for_cpu"):
+        projected = clock.epoch_seconds[0] * ARTICLE_EPOCHS
+        notes["projected_article_protocol_seconds"] = projected
+        log(f"projected time of the article's {ARTICLE_EPOCHS}-epoch protocol here: {projected / 3600:.1f} h "
+            "(from the first epoch, which includes tracing)")
+
+    log(f"inference: {len(test)} test images one at a time through the serving function, "
+        f"first {config.warmup} excluded ...")
+    inference, accuracy = _measure_inference(experiment, model, test, classes, config, sync)
+    result = record(True, inference, accuracy)
+    save(result.to_dict())
+    return result
