@@ -46,12 +46,19 @@ def load_annotations(config: DetectConfig, log: Log):
         root, source = Path(config.data), str(Path(config.data).resolve())
         if not root.is_dir():
             raise UserError(f"data directory not found: {root}")
-    train = voc.load_split(root, "train", config.classes, log)[: config.limit]
-    test = voc.load_split(root, "test", config.classes, log)[: config.limit]
+    train = voc.load_split(root, "train", config.classes, log)
+    test = voc.load_split(root, "test", config.classes, log)
     classes = config.classes or voc.class_names(train + test)
     if not classes:
         raise UserError(f"no objects in the annotations under {root}")
-    return train, test, tuple(classes), source
+    return _spread(train, config.limit), _spread(test, config.limit), tuple(classes), source
+
+
+def _spread(annotations: list, limit: int | None) -> list:
+    """At most `limit` images, evenly spaced over the sorted files so every kind is kept."""
+    if limit is None or limit >= len(annotations):
+        return annotations
+    return [annotations[i * len(annotations) // limit] for i in range(limit)]
 
 
 def _check_checkpoint(path: str | None) -> None:
@@ -98,8 +105,13 @@ def _measure_inference(experiment, model, test, classes, config: DetectConfig, s
     serve, preprocess, forward = _serving_functions(experiment, model, config.image_size)
     images = [tf.convert_to_tensor(decode_rgb(a.image_path.read_bytes())[None]) for a in test]
     prepared: list = []
-    pre = probe_latency(lambda x: prepared.append(tf.nest.map_structure(lambda t: t.numpy(), preprocess(x))),
-                        images, warmup=config.warmup, sync=sync)
+
+    def run_preprocess(x):
+        out = preprocess(x)
+        tf.nest.map_structure(lambda t: t.numpy(), out)  # waits for the values
+        prepared.append(out)  # kept as tensors: numpy inputs would retrace `forward` per image
+
+    pre = probe_latency(run_preprocess, images, warmup=config.warmup, sync=sync)
     model_only = probe_latency(lambda p: forward(*p)["detection_scores"].numpy(), prepared, warmup=config.warmup,
                                sync=sync)
     outputs: list = []
@@ -111,7 +123,7 @@ def _measure_inference(experiment, model, test, classes, config: DetectConfig, s
         n = int(out["num_detections"][0])
         detections += to_coco_detections(
             image_id, out["detection_boxes"][0, :n], out["detection_classes"][0, :n].astype(int),
-            out["detection_scores"][0, :n], scale=float(info[0, 2, 0]), score_threshold=config.score_threshold,
+            out["detection_scores"][0, :n], scale=float(info[0, 2, 0].numpy()), score_threshold=config.score_threshold,
         )
     accuracy = evaluate(coco_ground_truth(test, classes), detections)
     stages = {"preprocess": pre.mean_ms, "model_with_postprocess": model_only.mean_ms, "total": total.mean_ms}
@@ -157,7 +169,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     model = task.build_model()
     task.initialize(model)
 
-    notes: dict = {}
+    components: dict[str, list[float]] = {}
+    notes: dict = {"loss_components_per_epoch": components}
     epochs = config.epochs
     if epochs is None:
         epochs = ARTICLE_EPOCHS if has_gpu() else 1
@@ -167,7 +180,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     optimizer = _optimizer(task, experiment, config.batch_size, epochs * steps_per_epoch)
     batches = iter(task.build_inputs(experiment.task.train_data))
-    train_step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer))
+    metrics = task.build_metrics(training=True)  # Model Garden's loss components, averaged per epoch
+    train_step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer, metrics=metrics))
 
     sync = device_sync()
     clock = EpochClock(sync=sync)
@@ -177,7 +191,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     model_info = {
         "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
         "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
-        "parameters": int(model.count_params()), "steps_per_epoch": steps_per_epoch,
+        "parameters": int(sum(np.prod(w.shape) for w in model.weights)), "steps_per_epoch": steps_per_epoch,
     }
     weights = f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random"
 
@@ -193,6 +207,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         f"{len(train)} images, {len(classes)} classes ...")
     try:
         for epoch in range(epochs):
+            for metric in metrics:
+                metric.reset_state()
             clock.start()
             step_losses = []
             for step in range(steps_per_epoch):
@@ -201,8 +217,11 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
                     log(f"  epoch 1 step {step + 1}/{steps_per_epoch}: loss {step_losses[-1]:.4f}")
             seconds = clock.stop()
             losses.append(float(np.mean(step_losses)))
+            for metric in metrics:
+                components.setdefault(metric.name, []).append(float(metric.result()))
             eta = eta_seconds(clock.epoch_seconds, epochs - epoch - 1)
-            log(f"epoch {epoch + 1}/{epochs}: {seconds:.3f} s  loss {losses[-1]:.4f}  ETA {eta:.0f} s")
+            parts = "  ".join(f"{name} {values[-1]:.4f}" for name, values in components.items())
+            log(f"epoch {epoch + 1}/{epochs}: {seconds:.3f} s  loss {losses[-1]:.4f}  {parts}  ETA {eta:.0f} s")
             save(record(False).to_dict())
     except BaseException:
         save(record(False).to_dict())
