@@ -31,6 +31,16 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _add_run_flags(p) -> None:
+    """Flags every benchmark run takes."""
+    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go (default: results/<run-id>/)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument(
+        "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
+        help="mixed-precision policy (default: fp32)",
+    )
+
+
 def _add_classify(subparsers) -> None:
     p = subparsers.add_parser(
         "classify",
@@ -56,12 +66,7 @@ def _add_classify(subparsers) -> None:
         help="head: base frozen (default); all: whole base trainable; N: the top N base layers trainable",
     )
     p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
-    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go (default: results/<run-id>/)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument(
-        "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
-        help="Keras mixed-precision policy (default: fp32)",
-    )
+    _add_run_flags(p)
     p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
     p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
     p.set_defaults(func=_cmd_classify)
@@ -92,12 +97,9 @@ def _add_detect(subparsers) -> None:
     p.add_argument("--init-checkpoint", help="a Model Garden or backbone checkpoint to start from (default: random init)")
     p.add_argument("--classes", help="comma-separated class names (default: the sorted names found in the annotations)")
     p.add_argument("--limit", type=int, help="at most N images per split (quick runs)")
-    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go (default: results/<run-id>/)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--score-threshold", type=float, default=0.05,
                    help="detections below this score are not evaluated (default: 0.05)")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
-                   help="mixed-precision policy (default: fp32)")
+    _add_run_flags(p)
     p.set_defaults(func=_cmd_detect)
 
 

@@ -44,6 +44,13 @@ def assert_one_line_exit_2(result, fragment):
         (["classify", "--data", "/no/such/dir"], "data directory not found"),
         (["classify", "--no-such-flag"], "unrecognized arguments"),
         (["frobnicate"], "invalid choice"),
+        (["detect", "--base", "yolo"], "unknown detector 'yolo'; choose one of: faster_rcnn_inception_v2"),
+        (["detect", "--image-size", "100"], "multiple of 32, at least 64. Received: image_size=100"),
+        (["detect", "--epochs", "0"], "Received: epochs=0"),
+        (["detect", "--score-threshold", "1.5"], "Received: score_threshold=1.5"),
+        (["detect", "--init-checkpoint", "/no/such/ckpt"], "init checkpoint not found"),
+        (["detect", "--data", "/no/such/dir"], "data directory not found"),
+        (["detect", "--classes", "apple,banana"], "class 'orange' is not one of --classes"),
     ],
 )
 def test_bad_flags(args, fragment):
@@ -87,7 +94,9 @@ def test_datasets_stats_prints_the_article_table_for_the_standin():
     assert "unreadable files: none" in result.stdout
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["classify", "--help"], ["datasets", "stats", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"]]
+)
 def test_help_explains_every_flag_without_importing_tensorflow(argv):
     code = (
         "import sys\nfrom l40sbench.cli import main\n"
@@ -101,6 +110,12 @@ def test_help_explains_every_flag_without_importing_tensorflow(argv):
                      "--limit", "--output-dir", "--seed", "--precision", "--xla", "--strict"):
             assert flag in out
         for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
+            assert base in out
+    if argv[0] == "detect":
+        for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--init-checkpoint", "--classes",
+                     "--limit", "--output-dir", "--seed", "--score-threshold", "--precision"):
+            assert flag in out
+        for base in ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"):
             assert base in out
 
 

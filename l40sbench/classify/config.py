@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from l40sbench.core.validate import require_at_least, require_one_of
+
 PRECISIONS = ("fp32", "mixed_float16", "mixed_bfloat16")
 
 
@@ -32,17 +34,9 @@ class ClassifyConfig:
     warmup: int = 1
 
     def __post_init__(self):
-        for name in ("epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)}")
-        for name in ("image_size", "limit"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1. Received: {name}={value}")
-        if self.warmup < 0:
-            raise ValueError(f"warmup must be >= 0. Received: warmup={self.warmup}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}")
+        require_at_least(self, ("epochs", "batch_size", "image_size", "limit"), 1)
+        require_at_least(self, ("warmup",), 0)
+        require_one_of(self, "precision", PRECISIONS)
         if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):
             raise ValueError(
                 f"fine_tune must be 'head', 'all' or a number of top layers. Received: fine_tune={self.fine_tune!r}"

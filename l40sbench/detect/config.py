@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from l40sbench.classify.config import PRECISIONS
+from l40sbench.core.validate import require_at_least, require_one_of
 
 ARTICLE_EPOCHS = 200
 
@@ -34,22 +35,15 @@ class DetectConfig:
     warmup: int = 1
 
     def __post_init__(self):
-        for name in ("epochs", "limit"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1. Received: {name}={value}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1. Received: batch_size={self.batch_size}")
+        require_at_least(self, ("epochs", "limit", "batch_size"), 1)
+        require_at_least(self, ("warmup",), 0)
+        require_one_of(self, "precision", PRECISIONS)
         if self.image_size < 64 or self.image_size % 32:
             raise ValueError(f"image_size must be a multiple of 32, at least 64. Received: image_size={self.image_size}")
         if not 0.0 <= self.score_threshold < 1.0:
             raise ValueError(f"score_threshold must be in [0, 1). Received: score_threshold={self.score_threshold}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}")
         if self.classes is not None and (len(self.classes) == 0 or len(set(self.classes)) != len(self.classes)):
             raise ValueError(f"classes must be distinct names. Received: classes={list(self.classes)}")
-        if self.warmup < 0:
-            raise ValueError(f"warmup must be >= 0. Received: warmup={self.warmup}")
 
     def to_dict(self) -> dict:
         out = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
