@@ -12,7 +12,6 @@ import os
 import sys
 from pathlib import Path
 
-from l40sbench import paths
 from l40sbench.classify.bases import BASES
 from l40sbench.errors import UserError
 

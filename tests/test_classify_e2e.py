@@ -91,7 +91,7 @@ def test_local_weights_file_is_loaded(tmp_path, capsys):
     base.save_weights(path)
     built, label = model_mod.build_base(BASES.get("vgg19"), 32, str(path), print)
     assert label == f"file {path}"
-    for saved, loaded in zip(base.weights, built.weights):
+    for saved, loaded in zip(base.weights, built.weights, strict=True):
         np.testing.assert_array_equal(saved.numpy(), loaded.numpy())
     result, _, _ = classify(
         tmp_path, capsys, "--base", "vgg19", "--image-size", 32, "--limit", 4, "--epochs", 1, "--weights", path,

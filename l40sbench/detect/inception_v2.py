@@ -55,7 +55,7 @@ class InceptionV2(tf_keras.Model):
 
     def __init__(
         self,
-        input_specs: layers.InputSpec = layers.InputSpec(shape=[None, None, None, 3]),
+        input_specs: layers.InputSpec | None = None,
         depth_multiplier: float = 1.0,
         min_depth: int = 16,
         norm_momentum: float = 0.99,
@@ -89,6 +89,7 @@ class InceptionV2(tf_keras.Model):
             layer = layers.MaxPooling2D if kind == "max" else layers.AveragePooling2D
             return layer(3, strides=strides, padding="same", name=name)(x)
 
+        input_specs = input_specs or layers.InputSpec(shape=[None, None, None, 3])
         inputs = tf_keras.Input(shape=input_specs.shape[1:])
         endpoints = {}
         # Stem. The 7x7 is separable: depthwise (3 -> 24 with multiplier 8), then 1x1 to 64.
