@@ -21,9 +21,18 @@ def detect(tmp_path, capsys, *args):
 
 @pytest.mark.parametrize("base", ["ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"])
 def test_each_detector_end_to_end(tmp_path, capsys, base):
+    from l40sbench.tf_device import has_gpu
+
+    # Without --epochs and without a GPU the run trains 1 epoch and projects the article's 200.
+    epochs = ["--epochs", 1] if base != "ssd_resnet50_fpn" or has_gpu() else []
     result, captured = detect(
-        tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--epochs", 1, "--batch-size", 2
+        tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2, *epochs
     )
+    if not epochs:
+        assert "no GPU visible: training 1 epoch instead of the article's 200" in captured.err
+        assert result["config"]["epochs"] == 1 and result["notes"]["epochs_defaulted_for_cpu"] is True
+        projected = result["notes"]["projected_article_protocol_seconds"]
+        assert projected == pytest.approx(200 * result["train"]["first_epoch_seconds"])
     assert RESULT_KEYS <= result.keys() and result["task"] == "detect" and result["complete"] is True
     assert result["dataset"]["source"] == "stand-in" and result["dataset"]["test_images"] == 4
     assert result["model"]["classes"] == ["apple", "banana", "orange"] and result["model"]["num_classes"] == 4
