@@ -69,6 +69,7 @@ def fingerprint() -> dict:
     return {
         "python": platform.python_version(),
         "keras": getattr(keras, "__version__", None),
+        "tf_keras": getattr(sys.modules.get("tf_keras"), "__version__", None),  # Model Garden's Keras 2
         **_tensorflow_facts(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
@@ -76,7 +77,3 @@ def fingerprint() -> dict:
         "suite_commit": _git_commit(),
         "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-
-
-def has_gpu(env: dict) -> bool:
-    return any(d["type"] == "GPU" for d in env.get("devices", []))
