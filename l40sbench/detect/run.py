@@ -64,8 +64,8 @@ def _spread(annotations: list, limit: int | None) -> list:
 def _check_checkpoint(path: str | None) -> None:
     if path is None:
         return
-    p = Path(path)
-    if not (p.is_dir() or p.exists() or Path(f"{path}.index").exists()):
+    # A TF checkpoint is a directory, a file, or a prefix whose .index file exists.
+    if not (Path(path).exists() or Path(f"{path}.index").exists()):
         raise UserError(f"init checkpoint not found: {path}")
 
 

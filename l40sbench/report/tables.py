@@ -100,9 +100,8 @@ def dataset_table(counts: dict[str, dict[str, int]], images: dict[str, int] | No
 def accuracy_lines(result: dict) -> str:
     """Test accuracy (classification) or COCO mAP with per-class AP@0.5 (detection)."""
     accuracy = result.get("accuracy") or {}
-    if "test_accuracy" in accuracy or result["task"] == "classify":
-        value = accuracy.get("test_accuracy")
-        return f"test accuracy: {_number(value, 4)}"
+    if result["task"] == "classify":
+        return f"test accuracy: {_number(accuracy.get('test_accuracy'), 4)}"
     per_class = ", ".join(f"{k} {_number(v)}" for k, v in (accuracy.get("per_class_ap_50") or {}).items())
     stages = (result.get("inference") or {}).get("stages_mean_ms") or {}
     lines = [f"COCO mAP@[.5:.95] {_number(accuracy.get('map_50_95'))}  mAP@.5 {_number(accuracy.get('map_50'))}",
