@@ -32,9 +32,25 @@ class DetectorSpec:
     customize: Callable[[object], None] = lambda config: None
 
 
+# The TF1 zoo's Faster R-CNN configs: 300 proposals from the RPN, 64 regions
+# per image sampled for the second stage in training (Model Garden: 1000 and
+# 512). The second stage's four 3x3 convolutions run once per region, so the
+# Model Garden defaults make it the whole cost of a step.
+TF1_PROPOSALS = 300
+TF1_SECOND_STAGE_BATCH = 64
+
+
+def _tf1_second_stage(config) -> None:
+    model = config.task.model
+    model.roi_generator.num_proposals = TF1_PROPOSALS
+    model.roi_generator.test_num_proposals = TF1_PROPOSALS
+    model.roi_sampler.num_sampled_rois = TF1_SECOND_STAGE_BATCH
+
+
 def _inception_v2_backbone(config) -> None:
     from l40sbench.detect.inception_v2 import Backbone, InceptionV2Config
 
+    _tf1_second_stage(config)
     config.task.model.backbone = Backbone(type="inception_v2", inception_v2=InceptionV2Config())
     config.task.model.max_level = 6  # FPN adds level 6 above the backbone's level 5
 
@@ -49,12 +65,14 @@ for _spec in (
     DetectorSpec(
         "faster_rcnn_resnet50", "fasterrcnn_resnetfpn_coco", "maskrcnn",
         "Faster R-CNN (Mask R-CNN without mask head): ResNet-50 backbone, FPN levels 2-6 "
-        "(the TF1 zoo model had no FPN; Model Garden's single-level anchors cannot span its four octaves)",
+        "(the TF1 zoo model had no FPN; Model Garden's single-level anchors cannot span its four octaves); "
+        "TF1's 300 proposals and 64 sampled regions per image",
+        _tf1_second_stage,
     ),
     DetectorSpec(
         "faster_rcnn_inception_v2", "fasterrcnn_resnetfpn_coco", "maskrcnn",
         "Faster R-CNN (Mask R-CNN without mask head): Inception v2 (BN-Inception) backbone from "
-        "shared/specs, FPN levels 2-6",
+        "shared/specs, FPN levels 2-6; TF1's 300 proposals and 64 sampled regions per image",
         _inception_v2_backbone,
     ),
 ):
