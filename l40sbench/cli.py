@@ -7,6 +7,7 @@ imported only inside the subcommands that train, so --help starts instantly.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import os
 import sys
@@ -98,6 +99,9 @@ def _add_detect(subparsers) -> None:
     p.add_argument("--limit", type=int, help="at most N images per split (quick runs)")
     p.add_argument("--score-threshold", type=float, default=0.05,
                    help="detections below this score are not evaluated (default: 0.05)")
+    p.add_argument("--export", type=Path, metavar="DIR",
+                   help="save the trained model as a SavedModel in DIR (new or empty), serving the signature that "
+                        "was timed: uint8 image [1, H, W, 3] in, boxes, classes, scores, num_detections out")
     _add_run_flags(p)
     p.set_defaults(func=_cmd_detect)
 
@@ -151,6 +155,7 @@ def _run_and_report(task: str, config, runner) -> int:
     from l40sbench.report import tables
 
     output_dir = config.output_dir or Path("results") / _run_id(task, config.base)
+    config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
     saved: dict = {}
 
     def save(record: dict) -> None:
@@ -213,6 +218,7 @@ def _cmd_detect(args) -> int:
         base=args.base, data=args.data, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, init_checkpoint=args.init_checkpoint, classes=classes, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
+        export=args.export,
     )
     DETECTORS.get(config.base)
     return _run_and_report("detect", config, run_detect)

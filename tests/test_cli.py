@@ -51,6 +51,8 @@ def assert_one_line_exit_2(result, fragment):
         (["detect", "--init-checkpoint", "/no/such/ckpt"], "init checkpoint not found"),
         (["detect", "--data", "/no/such/dir"], "data directory not found"),
         (["detect", "--classes", "apple,banana"], "class 'orange' is not one of --classes"),
+        (["detect", "--export", "/proc/version"], "export directory must be new or empty: /proc/version"),
+        (["detect", "--export", "/proc/l40sbench/model"], "cannot create export directory /proc/l40sbench/model"),
     ],
 )
 def test_bad_flags(args, fragment):

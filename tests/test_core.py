@@ -8,7 +8,7 @@ import pytest
 from l40sbench.core.records import to_csv, to_json, write_result
 from l40sbench.core.registry import Registry
 from l40sbench.core.stats import summarize
-from l40sbench.core.timing import EpochClock, epoch_times, eta_seconds, measure_throughput, probe_latency
+from l40sbench.core.timing import EpochClock, epoch_times, eta_seconds, measure_throughput, probe_interleaved, probe_latency
 from l40sbench.errors import UserError
 from l40sbench.report.tables import format_duration
 
@@ -61,6 +61,24 @@ def test_article_count_140_images_gives_139_timed():
     assert stats.count == 139
     assert stats.mean_ms == pytest.approx(6.575)
     assert stats.images_per_second == pytest.approx(152.091, abs=1e-3)
+
+
+def test_interleaved_probes_rotate_per_sample_and_drop_warmup_each():
+    order = []
+    clock = FakeClock([])
+    durations = {"a": [1.0, 0.010, 0.030], "b": [2.0, 0.020, 0.040]}
+
+    def work(name):
+        def call(sample):
+            order.append((name, sample))
+            clock.now += durations[name].pop(0)
+        return call
+
+    stats = probe_interleaved({"a": work("a"), "b": work("b")}, range(3), warmup=1, clock=clock)
+    assert order == [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+    assert (stats["a"].count, stats["b"].count) == (2, 2)
+    assert stats["a"].mean_ms == pytest.approx(20.0)
+    assert stats["b"].mean_ms == pytest.approx(30.0)
 
 
 def test_percentiles_interpolate_linearly():

@@ -43,7 +43,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def to_json(record: dict) -> str:
+def to_json(record: dict | list) -> str:
     return json.dumps(_jsonable(record), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from l40sbench.core.stats import LatencyStats, summarize
 
@@ -122,6 +122,28 @@ def probe_latency(
         raise ValueError(f"warmup must be >= 0. Received: warmup={warmup}")
     durations = time_calls(fn, samples, clock=clock, sync=sync)
     return summarize(durations[warmup:], images_per_call=images_per_call)
+
+
+def probe_interleaved(
+    fns: Mapping[str, Callable[[Any], object]],
+    samples: Iterable[Any],
+    *,
+    warmup: int = 1,
+    clock: Clock = time.perf_counter,
+    sync: Sync = no_sync,
+) -> dict[str, LatencyStats]:
+    """Times every fn on each sample in turn; the first `warmup` samples are excluded for each.
+
+    Taking the calls in rotation, not one probe after another, lets drift on a
+    shared host fall on all of them alike, so their ratios mean something.
+    """
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0. Received: warmup={warmup}")
+    durations: dict[str, list[float]] = {name: [] for name in fns}
+    for sample in samples:
+        for name, fn in fns.items():
+            durations[name] += time_calls(fn, (sample,), clock=clock, sync=sync)
+    return {name: summarize(times[warmup:]) for name, times in durations.items()}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class DetectConfig:
     score_threshold: float = 0.05
     precision: str = "fp32"
     warmup: int = 1
+    export: Path | None = None
 
     def __post_init__(self):
         require_at_least(self, ("epochs", "limit", "batch_size"), 1)

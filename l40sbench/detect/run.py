@@ -17,8 +17,9 @@ import numpy as np
 
 from l40sbench import paths
 from l40sbench.core import env as env_mod
+from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
-from l40sbench.core.timing import EpochClock, eta_seconds, probe_latency
+from l40sbench.core.timing import EpochClock, eta_seconds, probe_interleaved
 from l40sbench.detect import voc
 from l40sbench.detect.bases import DETECTORS, experiment_config
 from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
@@ -30,6 +31,7 @@ from l40sbench.images import decode_rgb
 Log = Callable[[str], None]
 Save = Callable[[dict], None]
 BASE_LEARNING_RATE = 0.01  # per 16 images; SGD momentum 0.9, no tuning (as the article)
+SIGNATURE = "serving_default"  # uint8 [1, H, W, 3] in; boxes, classes, scores, num_detections out
 
 
 def standin_path() -> Path:
@@ -82,41 +84,49 @@ def _optimizer(task, experiment, batch_size: int, total_steps: int):
     return task.create_optimizer(optimizer_config, experiment.runtime)
 
 
-def _serving_functions(experiment, model, image_size: int):
-    """The SavedModel serving function, and its two stages for the split."""
+def _serving(experiment, model, image_size: int):
+    """Model Garden's export module, its serving signature, and that signature's two stages.
+
+    The signature timed here is the very concrete function --export saves, so
+    the latency measured is the latency a deployed SavedModel serves.
+    """
     import tensorflow as tf
     from official.vision.serving.detection import DetectionModule
 
     module = DetectionModule(experiment, batch_size=1, input_image_size=[image_size, image_size], model=model)
-    signature = [tf.TensorSpec([1, None, None, 3], tf.uint8)]
-    serve = tf.function(module.serve, input_signature=signature)
-    preprocess = tf.function(module.preprocess, input_signature=signature)
+    signatures = module.get_inference_signatures({"image_tensor": SIGNATURE})
+    preprocess = tf.function(module.preprocess, input_signature=[tf.TensorSpec([1, None, None, 3], tf.uint8)])
 
     @tf.function
     def forward(images, anchor_boxes, image_info):
         return model.call(images=images, image_shape=image_info[:, 1, :], anchor_boxes=anchor_boxes, training=False)
 
-    return serve, preprocess, forward
+    return module, signatures, preprocess, forward
 
 
-def _measure_inference(experiment, model, test, classes, config: DetectConfig, sync):
+def _numpy(structure):
+    """Host copies of every tensor in a structure (this waits for all of them)."""
     import tensorflow as tf
 
-    serve, preprocess, forward = _serving_functions(experiment, model, config.image_size)
+    return tf.nest.map_structure(lambda t: t.numpy(), structure)
+
+
+def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes: dict):
+    """Per-image latency of the serving signature, its stages timed in rotation, and mAP."""
+    import tensorflow as tf
+
+    _, signatures, preprocess, forward = serving
+    serve = signatures[SIGNATURE]
     images = [tf.convert_to_tensor(decode_rgb(a.image_path.read_bytes())[None]) for a in test]
-    prepared: list = []
-
-    def run_preprocess(x):
-        out = preprocess(x)
-        tf.nest.map_structure(lambda t: t.numpy(), out)  # waits for the values
-        prepared.append(out)  # kept as tensors: numpy inputs would retrace `forward` per image
-
-    pre = probe_latency(run_preprocess, images, warmup=config.warmup, sync=sync)
-    model_only = probe_latency(lambda p: forward(*p)["detection_scores"].numpy(), prepared, warmup=config.warmup,
-                               sync=sync)
+    prepared = [preprocess(x) for x in images]  # kept as tensors: numpy inputs would retrace `forward` per image
     outputs: list = []
-    total = probe_latency(
-        lambda x: outputs.append({k: v.numpy() for k, v in serve(x).items()}), images, warmup=config.warmup, sync=sync
+    stats = probe_interleaved(
+        {
+            "preprocess": lambda i: _numpy(preprocess(images[i])),
+            "model_with_postprocess": lambda i: _numpy(forward(*prepared[i])),
+            "total": lambda i: outputs.append(_numpy(serve(images[i]))),
+        },
+        range(len(images)), warmup=config.warmup, sync=sync,
     )
     detections = []
     for image_id, (out, (_, _, info)) in enumerate(zip(outputs, prepared), start=1):
@@ -125,9 +135,29 @@ def _measure_inference(experiment, model, test, classes, config: DetectConfig, s
             image_id, out["detection_boxes"][0, :n], out["detection_classes"][0, :n].astype(int),
             out["detection_scores"][0, :n], scale=float(info[0, 2, 0].numpy()), score_threshold=config.score_threshold,
         )
-    accuracy = evaluate(coco_ground_truth(test, classes), detections)
-    stages = {"preprocess": pre.mean_ms, "model_with_postprocess": model_only.mean_ms, "total": total.mean_ms}
+    ground_truth = coco_ground_truth(test, classes)
+    if config.output_dir is not None:  # what was scored, for any COCO tool to score again
+        write_atomic(config.output_dir / "coco_ground_truth.json", to_json(ground_truth))
+        write_atomic(config.output_dir / "coco_detections.json", to_json(detections))
+    accuracy = evaluate(ground_truth, detections)
+    stages = {name: stat.mean_ms for name, stat in stats.items()}
+    if stages["model_with_postprocess"]:
+        notes["serving_over_model"] = stages["total"] / stages["model_with_postprocess"]
+        notes["preprocess_share"] = stages["preprocess"] / stages["total"]
+    total = stats["total"]
     return InferenceResult.from_stats(total, warmup=config.warmup, batch_size=1, stages_mean_ms=stages), accuracy
+
+
+def _check_export_dir(path: Path | None) -> None:
+    """An export goes to a new or empty directory that can be made now, before any training."""
+    if path is None:
+        return
+    if path.exists() and not (path.is_dir() and not any(path.iterdir())):
+        raise UserError(f"export directory must be new or empty: {path}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create export directory {path}: {exc.strerror}") from None
 
 
 def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
@@ -139,6 +169,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     """
     spec = DETECTORS.get(config.base)
     _check_checkpoint(config.init_checkpoint)
+    _check_export_dir(config.export)
     train, test, classes, source = load_annotations(config, log)
     dataset = DatasetInfo(
         source=source, train_images=len(train), test_images=len(test),
@@ -234,7 +265,14 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
 
     log(f"inference: {len(test)} test images one at a time through the serving function, "
         f"first {config.warmup} excluded ...")
-    inference, accuracy = _measure_inference(experiment, model, test, classes, config, sync)
+    serving = _serving(experiment, model, config.image_size)
+    inference, accuracy = _measure_inference(serving, test, classes, config, sync, notes)
     result = record(True, inference, accuracy)
     save(result.to_dict())
+    if config.export:
+        log(f"exporting the trained model as a SavedModel to {config.export} ...")
+        tf.saved_model.save(serving[0], str(config.export), signatures=serving[1])
+        notes["export_dir"] = str(config.export.resolve())
+        result = record(True, inference, accuracy)
+        save(result.to_dict())
     return result

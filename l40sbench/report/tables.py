@@ -107,5 +107,12 @@ def accuracy_lines(result: dict) -> str:
     lines = [f"COCO mAP@[.5:.95] {_number(accuracy.get('map_50_95'))}  mAP@.5 {_number(accuracy.get('map_50'))}",
              f"AP@.5 per class: {per_class or '-'}"]
     if stages:
-        lines.append("inference stages (mean ms): " + ", ".join(f"{k} {_number(v)}" for k, v in stages.items()))
+        lines.append("inference stages (mean ms, timed in rotation): "
+                     + ", ".join(f"{k} {_number(v)}" for k, v in stages.items()))
+    notes = result.get("notes") or {}
+    if "serving_over_model" in notes:
+        lines.append(f"serving / bare model call: {_number(notes['serving_over_model'])}  "
+                     f"preprocess share: {100 * notes['preprocess_share']:.1f} %")
+    if "export_dir" in notes:
+        lines.append(f"SavedModel: {notes['export_dir']} (signature serving_default)")
     return "\n".join(lines)
