@@ -39,6 +39,7 @@ def _add_run_flags(p) -> None:
         "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
         help="mixed-precision policy (default: fp32)",
     )
+    p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
 
 
 def _add_classify(subparsers) -> None:
@@ -68,7 +69,6 @@ def _add_classify(subparsers) -> None:
     p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
     _add_run_flags(p)
     p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
-    p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
     p.set_defaults(func=_cmd_classify)
 
 
@@ -218,7 +218,7 @@ def _cmd_detect(args) -> int:
         base=args.base, data=args.data, epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, init_checkpoint=args.init_checkpoint, classes=classes, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
-        export=args.export,
+        export=args.export, strict=args.strict,
     )
     DETECTORS.get(config.base)
     return _run_and_report("detect", config, run_detect)
@@ -241,10 +241,11 @@ def _cmd_datasets_stats(args) -> int:
 
         root = args.data if args.data is not None else fruit_standin(fruit_path())
         splits = {split: voc.load_split(root, split, log=_log) for split in ("train", "test")}
-        counts = {split: voc.object_counts(a) for split, a in splits.items()}
-        images = {split: len(a) for split, a in splits.items()}
+        counts = {split: voc.object_counts(a) for split, (a, _) in splits.items()}
+        images = {split: len(a) for split, (a, _) in splits.items()}
         print(f"{root}{' (generated stand-in)' if args.data is None else ''}: objects per class")
         print(tables.dataset_table(counts, images))
+        _print_unreadable([path for _, skipped in splits.values() for path in skipped])
         return 0
 
     from l40sbench.classify import data as data_mod
@@ -255,13 +256,17 @@ def _cmd_datasets_stats(args) -> int:
     checked = data_mod.decode_layout(data_mod.scan(root), None)
     print(f"{root}{' (generated stand-in)' if args.data is None else ''}: images per class")
     print(tables.dataset_table(checked.counts))
-    if checked.skipped_files:
-        print(f"\nunreadable files ({len(checked.skipped_files)}):")
-        for path in checked.skipped_files:
+    _print_unreadable(checked.skipped_files)
+    return 0
+
+
+def _print_unreadable(paths) -> None:
+    if paths:
+        print(f"\nunreadable files ({len(paths)}):")
+        for path in paths:
             print(f"  {path}")
     else:
         print("\nunreadable files: none")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -135,6 +135,12 @@ def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):
                                              "<xmax>8</xmax><ymax>8</ymax></bndbox></object></annotation>")
     detected = run_cli("datasets", "stats", "--data", plain)
     assert detected.returncode == 0, detected.stderr
-    assert "train | 1    | 1" in detected.stdout
+    assert "train | 1    | 1" in detected.stdout and "unreadable files: none" in detected.stdout
+    (plain / "train" / "b.jpg").write_bytes(b"\xff\xd8 truncated")
+    (plain / "train" / "b.xml").write_text((plain / "train" / "a.xml").read_text())
+    listed = run_cli("datasets", "stats", "--data", plain)
+    assert listed.returncode == 0, listed.stderr
+    assert "train | 1    | 1" in listed.stdout and f"unreadable files (1):\n  {plain / 'train' / 'b.jpg'}" in listed.stdout
+    assert_one_line_exit_2(run_cli("detect", "--data", plain, "--strict"), "unreadable image (--strict)")
     (plain / "test" / "a.xml").unlink()
     assert_one_line_exit_2(run_cli("datasets", "stats", "--data", plain), "images without XML: a.png")

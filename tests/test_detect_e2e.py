@@ -27,9 +27,15 @@ def test_each_detector_end_to_end(tmp_path, capsys, base):
     epochs = ["--epochs", 1] if base != "ssd_resnet50_fpn" or has_gpu() else []
     # The custom backbone is the one most likely to break a SavedModel, so that run exports.
     export = ["--export", tmp_path / "saved_model", "--score-threshold", 0] if base == "faster_rcnn_inception_v2" else []
+    # bfloat16 is the mixed precision a CPU runs at a usable speed (float16 is emulated: minutes, checked by hand).
+    precision = "mixed_bfloat16" if base == "faster_rcnn_resnet50" else "fp32"
     result, captured = detect(
-        tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2, *epochs, *export
+        tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2, "--precision", precision,
+        *epochs, *export,
     )
+    dtypes = ("bfloat16", "float32") if precision == "mixed_bfloat16" else ("float32", "float32")
+    assert (result["model"]["compute_dtype"], result["model"]["variable_dtype"]) == dtypes
+    assert result["model"]["loss_scaling"] is False
     if not epochs:
         assert "no GPU visible: training 1 epoch instead of the article's 200" in captured.err
         assert result["config"]["epochs"] == 1 and result["notes"]["epochs_defaulted_for_cpu"] is True

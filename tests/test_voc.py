@@ -104,6 +104,23 @@ def test_broken_xml_and_bad_numbers_name_the_file(tmp_path):
         voc.parse_annotation(image, xml)
 
 
+def test_unreadable_images_are_skipped_and_listed_or_fail_with_strict(tmp_path):
+    folder = tmp_path / "train"
+    _write(folder, "good", _xml([("apple", (1, 1, 20, 20))]))
+    truncated, _ = _write(folder, "cut", _xml([("apple", (1, 1, 20, 20))]), b"\xff\xd8\xff\xe0 truncated")
+    empty, _ = _write(folder, "empty", _xml([]), b"")
+    warnings = []
+    annotations, skipped = voc.load_split(tmp_path, "train", log=warnings.append)
+    assert [a.image_path.name for a in annotations] == ["good.jpg"]
+    assert skipped == [str(truncated), str(empty)]
+    assert sum("skipping unreadable image" in w for w in warnings) == 2
+    with pytest.raises(UserError, match=r"unreadable image \(--strict\): .*cut\.jpg"):
+        voc.load_split(tmp_path, "train", strict=True)
+    (folder / "good.jpg").write_bytes(b"")
+    with pytest.raises(UserError, match="no readable images in"):
+        voc.load_split(tmp_path, "train")
+
+
 def test_both_kaggle_and_plain_split_folders_are_found(tmp_path):
     (tmp_path / "train_zip" / "train").mkdir(parents=True)
     (tmp_path / "test").mkdir()
@@ -116,11 +133,12 @@ def test_both_kaggle_and_plain_split_folders_are_found(tmp_path):
 def test_fruit_standin_has_the_kaggle_counts(tmp_path):
     root = ensure_standin(tmp_path / "fruit")
     for split, counts in COUNTS.items():
-        annotations = voc.load_split(root, split)
+        annotations, skipped = voc.load_split(root, split)
+        assert skipped == []
         assert len(annotations) == counts["images"]
         assert voc.object_counts(annotations) == {c: counts[c] for c in ("apple", "banana", "orange")}
         assert all(a.objects for a in annotations)
         assert any(len({o.name for o in a.objects}) > 1 for a in annotations)
-    assert voc.class_names(voc.load_split(root, "test")) == ("apple", "banana", "orange")
+    assert voc.class_names(voc.load_split(root, "test")[0]) == ("apple", "banana", "orange")
     sizes = {cv2.imread(str(p)).shape[:2] for p in list((root / "test_zip" / "test").glob("*.jpg"))[:10]}
     assert len(sizes) > 1 and np.all([min(s) > 0 for s in sizes])

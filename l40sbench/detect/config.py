@@ -34,6 +34,7 @@ class DetectConfig:
     precision: str = "fp32"
     warmup: int = 1
     export: Path | None = None
+    strict: bool = False
 
     def __post_init__(self):
         require_at_least(self, ("epochs", "limit", "batch_size"), 1)

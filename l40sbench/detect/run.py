@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -39,7 +40,7 @@ def standin_path() -> Path:
 
 
 def load_annotations(config: DetectConfig, log: Log):
-    """(train, test, classes, source) from --data or the stand-in, --limit applied."""
+    """(train, test, classes, source, skipped files) from --data or the stand-in, --limit applied."""
     if config.data is None:
         root = ensure_standin(standin_path())
         log(f"data: generated stand-in for Kaggle 'Fruit Images for Object Detection' at {root} (not the real set)")
@@ -48,12 +49,13 @@ def load_annotations(config: DetectConfig, log: Log):
         root, source = Path(config.data), str(Path(config.data).resolve())
         if not root.is_dir():
             raise UserError(f"data directory not found: {root}")
-    train = voc.load_split(root, "train", config.classes, log)
-    test = voc.load_split(root, "test", config.classes, log)
+    train, skipped_train = voc.load_split(root, "train", config.classes, log, config.strict)
+    test, skipped_test = voc.load_split(root, "test", config.classes, log, config.strict)
     classes = config.classes or voc.class_names(train + test)
     if not classes:
         raise UserError(f"no objects in the annotations under {root}")
-    return _spread(train, config.limit), _spread(test, config.limit), tuple(classes), source
+    return (_spread(train, config.limit), _spread(test, config.limit), tuple(classes), source,
+            tuple(skipped_train + skipped_test))
 
 
 def _spread(annotations: list, limit: int | None) -> list:
@@ -97,7 +99,7 @@ def _serving(experiment, model, image_size: int):
     signatures = module.get_inference_signatures({"image_tensor": SIGNATURE})
     preprocess = tf.function(module.preprocess, input_signature=[tf.TensorSpec([1, None, None, 3], tf.uint8)])
 
-    @tf.function
+    @tf.function(autograph=False)  # straight-line code: nothing for AutoGraph to convert
     def forward(images, anchor_boxes, image_info):
         return model.call(images=images, image_shape=image_info[:, 1, :], anchor_boxes=anchor_boxes, training=False)
 
@@ -170,10 +172,10 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     spec = DETECTORS.get(config.base)
     _check_checkpoint(config.init_checkpoint)
     _check_export_dir(config.export)
-    train, test, classes, source = load_annotations(config, log)
+    train, test, classes, source, skipped = load_annotations(config, log)
     dataset = DatasetInfo(
         source=source, train_images=len(train), test_images=len(test),
-        classes={"train": voc.object_counts(train), "test": voc.object_counts(test)},
+        classes={"train": voc.object_counts(train), "test": voc.object_counts(test)}, skipped_files=skipped,
     )
 
     log(f"loading TensorFlow and Model Garden, building {spec.name} at {config.image_size}x{config.image_size} ...")
@@ -223,6 +225,9 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
         "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
         "parameters": int(sum(np.prod(w.shape) for w in model.weights)), "steps_per_epoch": steps_per_epoch,
+        # What --precision did: the dtypes the layers run in and keep weights in, and float16's loss scaling.
+        "compute_dtype": model.compute_dtype, "variable_dtype": model.variable_dtype,
+        "loss_scaling": type(optimizer).__name__ == "LossScaleOptimizer",
     }
     weights = f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random"
 
@@ -241,11 +246,15 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
             for metric in metrics:
                 metric.reset_state()
             clock.start()
-            step_losses = []
+            step_losses, step_seconds = [], []  # step times for the progress line only; the epoch clock measures
             for step in range(steps_per_epoch):
+                begun = time.perf_counter()
                 step_losses.append(float(train_step(next(batches))["loss"]))
+                step_seconds.append(time.perf_counter() - begun)
                 if epoch == 0:
-                    log(f"  epoch 1 step {step + 1}/{steps_per_epoch}: loss {step_losses[-1]:.4f}")
+                    left = eta_seconds(step_seconds, steps_per_epoch - step - 1)
+                    log(f"  epoch 1 step {step + 1}/{steps_per_epoch}: loss {step_losses[-1]:.4f}  "
+                        f"{step_seconds[-1]:.1f} s  epoch ETA {left:.0f} s")
             seconds = clock.stop()
             losses.append(float(np.mean(step_losses)))
             for metric in metrics:

@@ -23,6 +23,10 @@ Log = Callable[[str], None]
 SPLIT_DIRS = {"train": ("train_zip/train", "train"), "test": ("test_zip/test", "test")}
 
 
+class UnreadableImage(UserError):
+    """An image file that does not decode (truncated, empty, not an image)."""
+
+
 @dataclass(frozen=True)
 class VocObject:
     name: str
@@ -95,7 +99,7 @@ def parse_annotation(
     root = _parse_xml(xml_path)
     rgb = decode_rgb(image_path.read_bytes())
     if rgb is None:
-        raise UserError(f"unreadable image: {image_path}")
+        raise UnreadableImage(f"unreadable image: {image_path}")
     height, width = rgb.shape[:2]
     objects = []
     for index, node in enumerate(root.iter("object")):
@@ -122,9 +126,22 @@ def class_names(annotations: Sequence[VocImage]) -> tuple[str, ...]:
 
 
 def load_split(
-    root: Path, split: str, classes: Sequence[str] | None = None, log: Log = lambda _: None
-) -> list[VocImage]:
-    return [parse_annotation(img, xml, classes, log) for img, xml in pair_files(split_dir(root, split))]
+    root: Path, split: str, classes: Sequence[str] | None = None, log: Log = lambda _: None, strict: bool = False
+) -> tuple[list[VocImage], list[str]]:
+    """(annotations, skipped image paths): an unreadable image is skipped with a warning, or with
+    `strict` is an error."""
+    annotations, skipped = [], []
+    for image, xml in pair_files(split_dir(root, split)):
+        try:
+            annotations.append(parse_annotation(image, xml, classes, log))
+        except UnreadableImage:
+            if strict:
+                raise UserError(f"unreadable image (--strict): {image}") from None
+            log(f"warning: skipping unreadable image {image}")
+            skipped.append(str(image))
+    if not annotations:
+        raise UserError(f"no readable images in {split_dir(root, split)}")
+    return annotations, skipped
 
 
 def object_counts(annotations: Sequence[VocImage]) -> dict[str, int]:
