@@ -74,7 +74,10 @@ def test_interleaved_probes_rotate_per_sample_and_drop_warmup_each():
             clock.now += durations[name].pop(0)
         return call
 
-    stats = probe_interleaved({"a": work("a"), "b": work("b")}, range(3), warmup=1, clock=clock)
+    reports = []
+    stats = probe_interleaved({"a": work("a"), "b": work("b")}, range(3), warmup=1, clock=clock,
+                              progress=lambda done, seconds: reports.append((done, round(seconds, 6))))
+    assert reports == [(1, 3.0), (2, 3.03), (3, 3.1)]
     assert order == [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
     assert (stats["a"].count, stats["b"].count) == (2, 2)
     assert stats["a"].mean_ms == pytest.approx(20.0)

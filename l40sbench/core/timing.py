@@ -131,18 +131,21 @@ def probe_interleaved(
     warmup: int = 1,
     clock: Clock = time.perf_counter,
     sync: Sync = no_sync,
+    progress: Callable[[int, float], None] = lambda done, seconds: None,
 ) -> dict[str, LatencyStats]:
     """Times every fn on each sample in turn; the first `warmup` samples are excluded for each.
 
     Taking the calls in rotation, not one probe after another, lets drift on a
     shared host fall on all of them alike, so their ratios mean something.
+    progress(samples done, seconds they took) runs after each sample, outside the clocks.
     """
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0. Received: warmup={warmup}")
     durations: dict[str, list[float]] = {name: [] for name in fns}
-    for sample in samples:
+    for done, sample in enumerate(samples, start=1):
         for name, fn in fns.items():
             durations[name] += time_calls(fn, (sample,), clock=clock, sync=sync)
+        progress(done, sum(sum(times) for times in durations.values()))
     return {name: summarize(times[warmup:]) for name, times in durations.items()}
 
 

@@ -113,7 +113,7 @@ def _numpy(structure):
     return tf.nest.map_structure(lambda t: t.numpy(), structure)
 
 
-def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes: dict):
+def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes: dict, log: Log):
     """Per-image latency of the serving signature, its stages timed in rotation, and mAP."""
     import tensorflow as tf
 
@@ -122,6 +122,11 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
     images = [tf.convert_to_tensor(decode_rgb(a.image_path.read_bytes())[None]) for a in test]
     prepared = [preprocess(x) for x in images]  # kept as tensors: numpy inputs would retrace `forward` per image
     outputs: list = []
+
+    def progress(done: int, seconds: float) -> None:
+        if done % 10 == 0:
+            log(f"  inference {done}/{len(images)} images  ETA {seconds / done * (len(images) - done):.0f} s")
+
     stats = probe_interleaved(
         {
             "preprocess": lambda i: _numpy(preprocess(images[i])),
@@ -129,6 +134,7 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
             "total": lambda i: outputs.append(_numpy(serve(images[i]))),
         },
         range(len(images)), warmup=config.warmup, sync=sync,
+        progress=progress,
     )
     detections = []
     for image_id, (out, (_, _, info)) in enumerate(zip(outputs, prepared), start=1):
@@ -275,7 +281,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     log(f"inference: {len(test)} test images one at a time through the serving function, "
         f"first {config.warmup} excluded ...")
     serving = _serving(experiment, model, config.image_size)
-    inference, accuracy = _measure_inference(serving, test, classes, config, sync, notes)
+    inference, accuracy = _measure_inference(serving, test, classes, config, sync, notes, log)
     result = record(True, inference, accuracy)
     save(result.to_dict())
     if config.export:
