@@ -33,7 +33,8 @@ def _log(message: str) -> None:
 
 def _add_run_flags(p) -> None:
     """Flags every benchmark run takes."""
-    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go (default: results/<run-id>/)")
+    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go; detect also writes the COCO ground truth "
+                        "and detections it scored there (default: results/<run-id>/)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument(
         "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
