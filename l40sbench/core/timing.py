@@ -142,10 +142,13 @@ def probe_interleaved(
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0. Received: warmup={warmup}")
     durations: dict[str, list[float]] = {name: [] for name in fns}
+    elapsed = 0.0
     for done, sample in enumerate(samples, start=1):
         for name, fn in fns.items():
-            durations[name] += time_calls(fn, (sample,), clock=clock, sync=sync)
-        progress(done, sum(sum(times) for times in durations.values()))
+            (seconds,) = time_calls(fn, (sample,), clock=clock, sync=sync)
+            durations[name].append(seconds)
+            elapsed += seconds
+        progress(done, elapsed)
     return {name: summarize(times[warmup:]) for name, times in durations.items()}
 
 

@@ -130,8 +130,9 @@ def load_split(
 ) -> tuple[list[VocImage], list[str]]:
     """(annotations, skipped image paths): an unreadable image is skipped with a warning, or with
     `strict` is an error."""
+    folder = split_dir(root, split)
     annotations, skipped = [], []
-    for image, xml in pair_files(split_dir(root, split)):
+    for image, xml in pair_files(folder):
         try:
             annotations.append(parse_annotation(image, xml, classes, log))
         except UnreadableImage:
@@ -140,7 +141,7 @@ def load_split(
             log(f"warning: skipping unreadable image {image}")
             skipped.append(str(image))
     if not annotations:
-        raise UserError(f"no readable images in {split_dir(root, split)}")
+        raise UserError(f"no readable images in {folder}")
     return annotations, skipped
 
 
