@@ -90,3 +90,14 @@ def assert_export_reproduces_the_run(export, out_dir):
         np.testing.assert_allclose([d["bbox"] for d in again], [d["bbox"] for d in before], atol=1e-3)
         np.testing.assert_allclose([d["score"] for d in again], [d["score"] for d in before], atol=1e-5)
 
+
+def test_training_lowers_the_loss(tmp_path, capsys):
+    """A loop that does not update the weights keeps its loss and fails here."""
+    result, _ = detect(
+        tmp_path, capsys, "--base", "ssd_resnet50_fpn", "--image-size", 128, "--limit", 8, "--epochs", 8,
+        "--batch-size", 4,
+    )
+    # The detection loss without the L2 term, which random init makes large and slow to move.
+    model_loss = result["notes"]["loss_components_per_epoch"]["model_loss"]
+    assert len(model_loss) == 8
+    assert model_loss[-1] < 0.85 * model_loss[0], model_loss
