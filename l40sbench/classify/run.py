@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import paths
+from l40sbench import calibration, paths
 from l40sbench.classify import data as data_mod
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
@@ -146,7 +146,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     model, weights_label = _compiled_model(config, image_size, len(images.classes), log)
     sync = device_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
-    env = env_mod.fingerprint()
+    env = {**env_mod.fingerprint(), "calibration": calibration.measure(sync=sync).to_dict()}
     model_info = {
         "name": model.name,
         "input_size": image_size,

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import paths
+from l40sbench import calibration, paths
 from l40sbench.core import env as env_mod
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
@@ -231,7 +231,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     clock = EpochClock(sync=sync)
     losses: list[float] = []
     effective = dataclasses.replace(config, epochs=epochs, classes=classes).to_dict()
-    env = env_mod.fingerprint()
+    env = {**env_mod.fingerprint(), "calibration": calibration.measure(sync=sync).to_dict()}
     model_info = {
         "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
         "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),

@@ -29,6 +29,13 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(lines)
 
 
+def _calibration(figures: dict | None) -> str:
+    if not figures:
+        return "-"
+    return (f"float32 matmul {figures['matmul_gflops']:.1f} GFLOP/s, "
+            f"3x3 conv {figures['conv_gflops']:.1f} GFLOP/s")
+
+
 def environment_block(env: dict) -> str:
     gpus = [d.get("model") or d["name"] for d in env.get("devices", []) if d["type"] == "GPU"]
     gpu = f"{len(gpus)}x {gpus[0]}" if gpus else "none (CPU only)"
@@ -38,6 +45,7 @@ def environment_block(env: dict) -> str:
         ("OS", env.get("os")),
         ("CUDA / cuDNN (TF build)", f"{env.get('cuda') or '-'} / {env.get('cudnn') or '-'}"),
         ("Python / TensorFlow / Keras", f"{env.get('python')} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
+        ("Calibration (same run)", _calibration(env.get("calibration"))),
         ("Suite commit", env.get("suite_commit") or "-"),
         ("Date (UTC)", env.get("timestamp_utc")),
     ]
