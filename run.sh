@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bootstraps .venv on first use (and whenever pyproject.toml changes), then runs
-# the l40sbench CLI with the given arguments. `./run.sh test` runs the tests.
+# the l40sbench CLI with the given arguments. `./run.sh test` runs the tests;
+# `./run.sh test --benchmarks` the speed benchmarks and the CI gate on them.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="$here/.venv"
@@ -26,6 +27,18 @@ export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 if [ "${1:-}" = "test" ]; then
   shift
   cd "$here"
-  exec "$venv/bin/python" -m pytest "$@"
+  if [ "${1:-}" != "--benchmarks" ]; then
+    exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks "$@"
+  fi
+  # ./run.sh test --benchmarks [--update-baseline]: the speed benchmarks alone, their table,
+  # then the gate's verdicts (benchmarks/gate.py); the JSON stays under results/ci/.
+  shift
+  gate=()
+  if [ "${1:-}" = "--update-baseline" ]; then gate=(--update); shift; fi
+  mkdir -p results/ci
+  json="results/ci/benchmarks-$(date -u +%Y%m%dT%H%M%SZ).json"
+  "$venv/bin/python" -m pytest tests/benchmarks -p no:cacheprovider --benchmark-enable --benchmark-json="$json" \
+    --benchmark-sort=name --benchmark-columns=min,median,mean,stddev,rounds "$@"
+  exec "$venv/bin/python" benchmarks/gate.py "${gate[@]}" "$json"
 fi
 exec "$venv/bin/l40sbench" "$@"

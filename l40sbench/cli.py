@@ -11,10 +11,12 @@ import dataclasses
 import datetime as _dt
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from l40sbench.classify.bases import BASES
 from l40sbench.errors import UserError
+from l40sbench.settings import PRECISIONS
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -37,7 +39,7 @@ def _add_run_flags(p) -> None:
                         "and detections it scored there (default: results/<run-id>/)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument(
-        "--precision", default="fp32", choices=("fp32", "mixed_float16", "mixed_bfloat16"),
+        "--precision", default="fp32", choices=PRECISIONS,
         help="mixed-precision policy (default: fp32)",
     )
     p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
@@ -150,12 +152,23 @@ def _run_id(task: str, base: str) -> str:
     return f"{stamp}-{task}-{base}"
 
 
+def _prepare_output_dir(path: Path) -> None:
+    """Results go to a directory that can be made and written now, before any data is read."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write results to {path}: {exc.strerror or exc}") from None
+
+
 def _run_and_report(task: str, config, runner) -> int:
     """Runs runner(config, log, save) writing results as it goes, then prints the summary."""
     from l40sbench.core.records import write_result
     from l40sbench.report import tables
 
     output_dir = config.output_dir or Path("results") / _run_id(task, config.base)
+    _prepare_output_dir(output_dir)
     config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
     saved: dict = {}
 

@@ -21,3 +21,34 @@ def run_cli(*args, timeout=600, **kwargs):
         [sys.executable, "-m", "l40sbench", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, cwd=REPO, **kwargs,
     )
+
+
+def assert_csv_matches_json(out_dir):
+    """result.csv's value row says what result.json says, field by field."""
+    import csv
+    import json
+
+    from l40sbench.core.records import flatten
+
+    flat = flatten(json.loads((out_dir / "result.json").read_text()))
+    with open(out_dir / "result.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row.keys() == flat.keys()
+    for key, value in flat.items():
+        if value is None:
+            assert row[key] == "", key
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            assert row[key] == str(value), key
+        else:
+            assert float(row[key]) == value, key
+
+
+def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1):
+    """The clocks are wired to what they say they measure."""
+    train, inference = result["train"], result["inference"]
+    assert len(train["epoch_seconds"]) == train["epochs"] == epochs
+    assert len(train["loss_per_epoch"]) == epochs
+    assert 0 < sum(train["epoch_seconds"]) <= wall_seconds
+    assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
+    assert inference["warmup_excluded"] == warmup and inference["batch_size"] == 1
+    assert inference["images_timed"] == test_images - warmup

@@ -12,7 +12,7 @@ import pytest
 from l40sbench import cli
 from l40sbench.classify import model as model_mod
 from l40sbench.classify.bases import BASES, BaseSpec
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_csv_matches_json, assert_timing_wiring
 
 RESULT_KEYS = {
     "schema", "task", "base", "complete", "config", "env", "dataset", "train", "inference", "accuracy", "weights",
@@ -31,10 +31,16 @@ CONFIG_KEYS = {"base", "data", "epochs", "batch_size", "image_size", "weights", 
 
 def classify(tmp_path, capsys, *args):
     out = tmp_path / "out"
+    started = time.perf_counter()
     code = cli.main(["classify", "--output-dir", str(out), *map(str, args)])
+    wall_seconds = time.perf_counter() - started
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    return json.loads((out / "result.json").read_text()), captured, out
+    result = json.loads((out / "result.json").read_text())
+    assert_csv_matches_json(out)
+    assert_timing_wiring(result, wall_seconds, epochs=result["config"]["epochs"],
+                         test_images=result["dataset"]["test_images"])
+    return result, captured, out
 
 
 @pytest.mark.parametrize("base, size", [("xception", 71), ("inceptionv3", 75), ("vgg19", 32)])
@@ -59,15 +65,19 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
     assert train["first_epoch_seconds"] == train["epoch_seconds"][0]
     assert train["steady_epoch_seconds"] == train["epoch_seconds"][1]
     assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
-    assert len(train["loss_per_epoch"]) == 2 and all(loss > 0 for loss in train["loss_per_epoch"])
+    assert len(train["loss_per_epoch"]) == 2 and min(train["loss_per_epoch"]) > 0
     inference = result["inference"]
     assert INFERENCE_KEYS <= inference.keys()
     assert inference["images_timed"] == result["dataset"]["test_images"] - 1 == 7
     assert inference["warmup_excluded"] == 1 and inference["batch_size"] == 1
     assert inference["min_ms"] <= inference["p50_ms"] <= inference["p90_ms"] <= inference["p99_ms"] <= inference["max_ms"]
     assert inference["images_per_second"] == pytest.approx(1000 / inference["mean_ms"])
-    assert 0.0 <= result["accuracy"]["test_accuracy"] <= 1.0
+    # 8 test images: the accuracy is a whole number of eighths, from the same predictions the probe timed.
+    assert result["accuracy"]["test_accuracy"] * 8 == pytest.approx(round(result["accuracy"]["test_accuracy"] * 8))
     assert (out / "result.csv").read_text().startswith("accuracy.test_accuracy,")
+    calibration = result["env"]["calibration"]
+    assert calibration["matmul_gflops"] > 0 and calibration["conv_gflops"] > 0 and calibration["repeats"] == 10
+    assert "Calibration (same run)" in captured.out
     assert "stand-in" in captured.err
     for heading in ("Environment", "total training time", "time per epoch", "mean ms/image", "images/s", "p99 ms"):
         assert heading in captured.out

@@ -53,6 +53,9 @@ def assert_one_line_exit_2(result, fragment):
         (["detect", "--classes", "apple,banana"], "class 'orange' is not one of --classes"),
         (["detect", "--export", "/proc/version"], "export directory must be new or empty: /proc/version"),
         (["detect", "--export", "/proc/l40sbench/model"], "cannot create export directory /proc/l40sbench/model"),
+        (["classify", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
+        (["detect", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
+        (["classify", "--output-dir", "/proc/version"], "cannot write results to /proc/version"),
     ],
 )
 def test_bad_flags(args, fragment):
@@ -144,3 +147,11 @@ def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):
     assert_one_line_exit_2(run_cli("detect", "--data", plain, "--strict"), "unreadable image (--strict)")
     (plain / "test" / "a.xml").unlink()
     assert_one_line_exit_2(run_cli("datasets", "stats", "--data", plain), "images without XML: a.png")
+
+
+def test_an_unwritable_output_dir_fails_before_any_work(tmp_path):
+    """Before the fix this came after decoding the whole set, as a traceback with exit 1."""
+    root = _cats_dogs(tmp_path / "d")
+    result = run_cli("classify", "--data", root, "--output-dir", "/proc/l40sbench/out", "--epochs", "1")
+    assert_one_line_exit_2(result, "cannot write results to /proc/l40sbench/out")
+    assert "decoding" not in result.stderr and "loading TensorFlow" not in result.stderr

@@ -157,7 +157,9 @@ def test_registry_rejects_duplicates_and_lists_names_on_miss():
 
 
 @pytest.mark.parametrize(
-    "seconds, text", [(81.964, "1m21.964s"), (54.982, "54.982s"), (2127.83, "35m27.830s"), (None, "-")]
+    "seconds, text",
+    [(81.964, "1m21.964s"), (54.982, "54.982s"), (2127.83, "35m27.830s"), (None, "-"),
+     (59.9996, "1m00.000s"), (119.9996, "2m00.000s"), (59.9994, "59.999s")],
 )
 def test_format_duration_matches_the_article(seconds, text):
     assert format_duration(seconds) == text

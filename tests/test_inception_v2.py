@@ -1,13 +1,11 @@
 """Inception v2 backbone against shared/specs/inception_v2.md."""
 
 import pytest
+import tf_keras
+from official.vision.configs import common
+from official.vision.modeling.backbones import factory
 
-tf_keras = pytest.importorskip("tf_keras")
-
-from official.vision.configs import common  # noqa: E402
-from official.vision.modeling.backbones import factory  # noqa: E402
-
-from l40sbench.detect.inception_v2 import Backbone, InceptionV2, InceptionV2Config, kernel_weight_count  # noqa: E402
+from l40sbench.detect.inception_v2 import Backbone, InceptionV2, InceptionV2Config, kernel_weight_count
 
 
 def _spec(size):

@@ -1,18 +1,19 @@
 """VOC -> TFRecord -> Model Garden's own decoder gives back the XML's boxes and labels."""
 
 import numpy as np
-import pytest
+import tensorflow as tf
+from official.vision.dataloaders.tf_example_decoder import TfExampleDecoder
 
-tf = pytest.importorskip("tensorflow")
-
-from official.vision.dataloaders.tf_example_decoder import TfExampleDecoder  # noqa: E402
-
-from l40sbench.detect import voc  # noqa: E402
-from l40sbench.detect.tfrecords import cached_tfrecord  # noqa: E402
-from tests.test_voc import _png, _write, _xml  # noqa: E402
+from l40sbench.detect import tfrecords, voc
+from l40sbench.detect.tfrecords import cached_tfrecord
+from tests.test_voc import _png, _write, _xml
 
 
-def test_round_trip_through_model_garden_decoder(tmp_path):
+def _no_conversion(*_):
+    raise AssertionError("converted again instead of reading the cache")
+
+
+def test_round_trip_through_model_garden_decoder(tmp_path, monkeypatch):
     folder = tmp_path / "train"
     _write(folder, "a", _xml([("banana", (10, 20, 60, 70)), ("apple", (-4, 5, 30.5, 200))]), _png(100, 80))
     _write(folder, "b", _xml([]), _png(64, 48, "RGBA"), ".jpg")  # background image, PNG RGBA data in .jpg
@@ -20,7 +21,12 @@ def test_round_trip_through_model_garden_decoder(tmp_path):
     classes = voc.class_names(annotations)
     assert classes == ("apple", "banana")
     path = cached_tfrecord(annotations, classes, tmp_path / "cache", "train")
-    assert cached_tfrecord(annotations, classes, tmp_path / "cache", "train") == path  # cached, same key
+    written = path.read_bytes()
+    with monkeypatch.context() as patched:  # the second call must read the cache, not convert again
+        patched.setattr(tfrecords, "write_tfrecord", _no_conversion)
+        assert cached_tfrecord(annotations, classes, tmp_path / "cache", "train") == path
+    other = cached_tfrecord(annotations, ("apple", "banana", "kiwi"), tmp_path / "cache", "train")
+    assert other != path and path.read_bytes() == written  # other classes, other key; the first file untouched
 
     decoder = TfExampleDecoder()
     decoded = [decoder.decode(record) for record in tf.data.TFRecordDataset(str(path))]

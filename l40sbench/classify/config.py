@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from l40sbench.core.validate import require_at_least, require_one_of
-
-PRECISIONS = ("fp32", "mixed_float16", "mixed_bfloat16")
+from l40sbench.core.validate import require_at_least
+from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,7 @@ class ClassifyConfig:
     base: str = "xception"
     data: Path | None = None
     epochs: int = 10
-    batch_size: int = 16
+    batch_size: int = ARTICLE_BATCH_SIZE
     image_size: int | None = None
     weights: str = "imagenet"
     fine_tune: str = "head"
@@ -31,12 +30,11 @@ class ClassifyConfig:
     precision: str = "fp32"
     xla: bool = False
     strict: bool = False
-    warmup: int = 1
+    warmup: int = ARTICLE_WARMUP
 
     def __post_init__(self):
-        require_at_least(self, ("epochs", "batch_size", "image_size", "limit"), 1)
-        require_at_least(self, ("warmup",), 0)
-        require_one_of(self, "precision", PRECISIONS)
+        require_at_least(self, ("epochs", "image_size"), 1)
+        check_run_settings(self)
         if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):
             raise ValueError(
                 f"fine_tune must be 'head', 'all' or a number of top layers. Received: fine_tune={self.fine_tune!r}"

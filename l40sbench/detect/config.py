@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from l40sbench.classify.config import PRECISIONS
-from l40sbench.core.validate import require_at_least, require_one_of
+from l40sbench.core.validate import require_at_least
+from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings
 
 ARTICLE_EPOCHS = 200
 
@@ -23,7 +23,7 @@ class DetectConfig:
     base: str = "ssd_resnet50_fpn"
     data: Path | None = None
     epochs: int | None = None
-    batch_size: int = 16
+    batch_size: int = ARTICLE_BATCH_SIZE
     image_size: int = 640
     init_checkpoint: str | None = None
     classes: tuple[str, ...] | None = None
@@ -32,14 +32,13 @@ class DetectConfig:
     seed: int = 0
     score_threshold: float = 0.05
     precision: str = "fp32"
-    warmup: int = 1
+    warmup: int = ARTICLE_WARMUP
     export: Path | None = None
     strict: bool = False
 
     def __post_init__(self):
-        require_at_least(self, ("epochs", "limit", "batch_size"), 1)
-        require_at_least(self, ("warmup",), 0)
-        require_one_of(self, "precision", PRECISIONS)
+        require_at_least(self, ("epochs",), 1)
+        check_run_settings(self)
         if self.image_size < 64 or self.image_size % 32:
             raise ValueError(f"image_size must be a multiple of 32, at least 64. Received: image_size={self.image_size}")
         if not 0.0 <= self.score_threshold < 1.0:

@@ -65,12 +65,18 @@ def evaluate(ground_truth: dict, detections: list[dict]) -> dict:
 
 
 def to_coco_detections(image_id: int, boxes_yxyx: np.ndarray, classes: np.ndarray, scores: np.ndarray,
-                       scale: float, score_threshold: float) -> list[dict]:
-    """Serving outputs (boxes in the resized frame, [ymin, xmin, ymax, xmax]) -> COCO results."""
+                       scale_yx: tuple[float, float], score_threshold: float) -> list[dict]:
+    """Serving outputs (boxes in the resized frame, [ymin, xmin, ymax, xmax]) -> COCO results.
+
+    scale_yx: resized / original size along y and x (Model Garden's image_info[2]); the
+    two differ by the rounding of the resized side, and by more for a non-uniform resize.
+    """
+    scale_y, scale_x = scale_yx
     out = []
-    for (y0, x0, y1, x1), label, score in zip(boxes_yxyx / scale, classes, scores):
+    for (y0, x0, y1, x1), label, score in zip(boxes_yxyx, classes, scores):
         if score < score_threshold or label < 1:
             continue
+        x0, x1, y0, y1 = x0 / scale_x, x1 / scale_x, y0 / scale_y, y1 / scale_y
         out.append({"image_id": image_id, "category_id": int(label), "score": float(score),
                     "bbox": [float(x0), float(y0), float(x1 - x0), float(y1 - y0)]})
     return out

@@ -27,6 +27,7 @@ from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
 from l40sbench.detect.evaluate import coco_ground_truth, evaluate, to_coco_detections
 from l40sbench.detect.standin import ensure_standin
 from l40sbench.errors import UserError
+from l40sbench.settings import COMPUTE_DTYPES
 from l40sbench.images import decode_rgb
 
 Log = Callable[[str], None]
@@ -146,7 +147,8 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
         n = int(out["num_detections"][0])
         detections += to_coco_detections(
             image_id, out["detection_boxes"][0, :n], out["detection_classes"][0, :n].astype(int),
-            out["detection_scores"][0, :n], scale=float(info[0, 2, 0].numpy()), score_threshold=config.score_threshold,
+            out["detection_scores"][0, :n], scale_yx=tuple(info[0, 2].numpy().tolist()),  # [y scale, x scale]
+            score_threshold=config.score_threshold,
         )
     ground_truth = coco_ground_truth(test, classes)
     if config.output_dir is not None:  # what was scored, for any COCO tool to score again
@@ -199,7 +201,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     from l40sbench.tf_device import device_sync, has_gpu
 
     tf.keras.utils.set_random_seed(config.seed)
-    dtype = {"fp32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}[config.precision]
+    dtype = COMPUTE_DTYPES[config.precision]
     performance.set_mixed_precision_policy(dtype)
     cache = paths.cache_dir()
     experiment = experiment_config(

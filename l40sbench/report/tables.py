@@ -13,7 +13,8 @@ def format_duration(seconds: float | None) -> str:
     """
     if seconds is None:
         return "-"
-    minutes, rest = divmod(seconds, 60.0)
+    # Round to the printed millisecond first, so 59.9996 s is 1m00.000s, not 60.000s.
+    minutes, rest = divmod(round(seconds, 3), 60.0)
     return f"{int(minutes)}m{rest:06.3f}s" if minutes else f"{rest:.3f}s"
 
 

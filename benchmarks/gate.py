@@ -1,0 +1,130 @@
+"""The CI speed gate: verdicts on the figures tests/benchmarks/ put in pytest-benchmark's JSON.
+
+pytest-benchmark times and writes the JSON (`--benchmark-json`); this adds
+what it lacks: figures that hold across machines of one kind. Each gated
+benchmark records, in `extra_info["gates"]`, figures of two kinds
+(tests/benchmarks/conftest.py):
+
+- a same-run ratio with a fixed bound (`max`): fails above it;
+- a normalised time (`baseline: true`): the product's time over a reference
+  timed in the same rounds; fails when it is more than THRESHOLD times the
+  figure in benchmarks/baseline.json. docs/PERFORMANCE.md section 9 has the
+  measured run-to-run spread behind the threshold.
+
+Usage:
+  python benchmarks/gate.py RESULTS.json                 # verdicts; exit 1 on a regression
+  python benchmarks/gate.py --update RESULTS.json [...]  # new baseline: per figure the median of the runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BASELINE = Path(__file__).resolve().parent / "baseline.json"
+SCHEMA = "l40sbench.bench-baseline/1"
+# A normalised figure fails past this multiple of its baseline: above the widest
+# spread measured between runs (AVX2 cap included), below the 1.5x it must catch.
+THRESHOLD = 1.30
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    ok: bool
+    line: str
+
+
+def gated_figures(results: dict) -> dict[str, dict]:
+    """{figure name: its gate entry} over every benchmark of a pytest-benchmark JSON."""
+    figures = {}
+    for bench in results.get("benchmarks", []):
+        for name, entry in (bench.get("extra_info") or {}).get("gates", {}).items():
+            figures[name] = {**entry, "benchmark": bench["name"]}
+    return figures
+
+
+def verdicts(results: dict, baseline: dict) -> list[Verdict]:
+    """One verdict per bound and per baseline comparison, in figure-name order."""
+    threshold = baseline.get("threshold", THRESHOLD)
+    known = baseline.get("figures", {})
+    out = []
+    for name, entry in sorted(gated_figures(results).items()):
+        value = entry["value"]
+        if entry.get("max") is not None:
+            ok = value <= entry["max"]
+            out.append(Verdict(name, ok, f"{'ok  ' if ok else 'FAIL'}  {name} = {value:.4g} "
+                                         f"(bound <= {entry['max']:.4g}: {entry['what']})"))
+        if entry.get("baseline"):
+            if name not in known:
+                out.append(Verdict(name, False, f"FAIL  {name} = {value:.4g}: no baseline for it in "
+                                                 f"{BASELINE.name} (update it: see docs/PERFORMANCE.md)"))
+                continue
+            times = value / known[name]
+            ok = times <= threshold
+            out.append(Verdict(name, ok, f"{'ok  ' if ok else 'FAIL'}  {name} = {value:.4g}, {times:.2f}x the "
+                                         f"baseline {known[name]:.4g} (fails above {threshold:.2f}x: "
+                                         f"{entry['what']})"))
+    return out
+
+
+def new_baseline(runs: list[dict], threshold: float = THRESHOLD) -> dict:
+    """Per baseline figure, the median over the runs; the machine and pytest-benchmark's own machine_info."""
+    values: dict[str, list[float]] = {}
+    for results in runs:
+        for name, entry in gated_figures(results).items():
+            if entry.get("baseline"):
+                values.setdefault(name, []).append(entry["value"])
+    machine = runs[-1].get("machine_info", {})
+    return {
+        "schema": SCHEMA,
+        "threshold": threshold,
+        "figures": {name: statistics.median(v) for name, v in sorted(values.items())},
+        "spread": {name: [min(v), max(v)] for name, v in sorted(values.items())},
+        "runs": len(runs),
+        "machine": {key: machine.get(key) for key in ("node", "processor", "machine", "python_version", "cpu")},
+        "commit": runs[-1].get("commit_info", {}).get("id"),
+        "datetime": runs[-1].get("datetime"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="CI speed gate over pytest-benchmark JSON files.")
+    parser.add_argument("results", nargs="+", type=Path, help="pytest-benchmark --benchmark-json file(s)")
+    parser.add_argument("--update", action="store_true", help=f"write {BASELINE.name} from these runs instead")
+    parser.add_argument("--baseline", type=Path, default=BASELINE)
+    args = parser.parse_args(argv)
+    try:
+        runs = [json.loads(path.read_text()) for path in args.results]
+    except (OSError, ValueError) as exc:
+        print(f"gate: error: cannot read results: {exc}", file=sys.stderr)
+        return 2
+    if args.update:
+        baseline = new_baseline(runs)
+        args.baseline.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n")
+        print(f"gate: wrote {args.baseline} from {len(runs)} run(s): "
+              + ", ".join(f"{k} {v:.4g}" for k, v in baseline["figures"].items()))
+        return 0
+    if len(runs) != 1:
+        print("gate: error: give one results file to judge (several only with --update)", file=sys.stderr)
+        return 2
+    baseline = json.loads(args.baseline.read_text()) if args.baseline.is_file() else {}
+    found = verdicts(runs[0], baseline)
+    for verdict in found:
+        print(verdict.line)
+    failed = [v.name for v in found if not v.ok]
+    if not found:
+        print("gate: error: the results hold no gated figure (were the benchmarks disabled?)", file=sys.stderr)
+        return 1
+    if failed:
+        print(f"gate: speed regression in {', '.join(sorted(set(failed)))}")
+    print(f"gate: {len(found) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

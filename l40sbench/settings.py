@@ -1,0 +1,22 @@
+"""Run settings both pipelines share, in the one place each config and the CLI import."""
+
+from __future__ import annotations
+
+from l40sbench.core.validate import require_at_least, require_one_of
+
+PRECISIONS = ("fp32", "mixed_float16", "mixed_bfloat16")
+# The dtype each precision computes in; variables stay float32 in the mixed ones.
+COMPUTE_DTYPES = {"fp32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+ARTICLE_BATCH_SIZE = 16
+ARTICLE_WARMUP = 1  # the first test image is excluded from the latency statistics
+
+
+def check_run_settings(config: object) -> None:
+    """The checks of the fields every run config has (batch_size, limit, warmup, precision).
+
+    Raises:
+      ValueError: naming the field and the value received.
+    """
+    require_at_least(config, ("batch_size", "limit"), 1)
+    require_at_least(config, ("warmup",), 0)
+    require_one_of(config, "precision", PRECISIONS)

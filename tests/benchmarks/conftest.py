@@ -1,0 +1,92 @@
+"""What the CI gate needs from a benchmark beyond pytest-benchmark's own timing.
+
+Each gated benchmark times the product's path with `benchmark.pedantic` and,
+before every round and outside that clock, the reference it is compared with
+(a bare loop, a decode, the calibration convolution): the two sides take turns,
+so drift on this shared host falls on both. The figure that results goes into
+`benchmark.extra_info["gates"]`, where benchmarks/gate.py reads it from the
+JSON that `--benchmark-json` writes.
+
+Two kinds of figure:
+- a ratio with a fixed bound ("max"), true on any machine (probe / bare loop);
+- a normalised time (the product's time over a reference timed in the same
+  rounds) that benchmarks/gate.py compares with benchmarks/baseline.json.
+
+L40SBENCH_BENCH_SLOWDOWN=F (default 1) makes every product-side call F times
+slower, by sleeping (F - 1) times its own duration after it: how the gate was
+shown to catch a 1.5x slowdown (docs/PERFORMANCE.md, section 9).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Callable
+
+import pytest
+
+SLOWDOWN = float(os.environ.get("L40SBENCH_BENCH_SLOWDOWN", "1"))
+
+
+def slowed(fn: Callable) -> Callable:
+    """fn itself, or fn made SLOWDOWN times slower."""
+    if SLOWDOWN == 1:
+        return fn
+
+    def slower(*args, **kwargs):
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        time.sleep((SLOWDOWN - 1) * (time.perf_counter() - start))
+        return out
+
+    return slower
+
+
+class References:
+    """Reference calls timed once each before every benchmark round (pedantic's setup hook).
+
+    The setup also runs before the warm-up rounds; those samples are dropped.
+    """
+
+    def __init__(self, warmup_rounds: int, **calls: Callable[[], object]):
+        self.warmup_rounds = warmup_rounds
+        self.calls = calls
+        self.seconds: dict[str, list[float]] = {name: [] for name in calls}
+
+    def __call__(self) -> None:
+        for name, call in self.calls.items():
+            start = time.perf_counter()
+            call()
+            self.seconds[name].append(time.perf_counter() - start)
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.seconds[name][self.warmup_rounds:])
+
+
+def run_pedantic(benchmark, target: Callable, references: References, rounds: int, args=()):
+    """benchmark.pedantic over `target` with the references interleaved; returns the median seconds
+    of the target, or None when pytest-benchmark is disabled (a plain test run: one call, no figures)."""
+    benchmark.pedantic(slowed(target), args=args, setup=references, rounds=rounds,
+                       warmup_rounds=references.warmup_rounds)
+    if benchmark.disabled:
+        return None
+    return benchmark.stats.stats.median
+
+
+def record_gate(benchmark, name: str, value: float, *, what: str, maximum: float | None = None,
+                baseline: bool = False) -> None:
+    """Adds one gated figure to the benchmark's extra_info."""
+    benchmark.extra_info.setdefault("gates", {})[name] = {
+        "value": value, "what": what, "max": maximum, "baseline": baseline,
+    }
+
+
+@pytest.fixture(scope="session")
+def conv_kernel():
+    """The calibration convolution (l40sbench.calibration), compiled once."""
+    from l40sbench import calibration
+
+    _, conv = calibration.kernels()
+    conv()
+    return conv

@@ -1,0 +1,46 @@
+"""One detection serving call (preprocess + model + NMS) at 128 px, against the bare model call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from l40sbench.detect.bases import DETECTORS, experiment_config
+from tests.benchmarks.conftest import References, record_gate, run_pedantic
+
+SIZE = 128
+
+
+@pytest.fixture(scope="module")
+def serving():
+    import tensorflow as tf
+    from official import vision  # noqa: F401  (registers Model Garden's experiments and tasks)
+    from official.core import task_factory
+
+    from l40sbench.detect.run import SIGNATURE, _serving
+
+    tf.keras.utils.set_random_seed(0)
+    experiment = experiment_config(DETECTORS.get("ssd_resnet50_fpn"), num_classes=3, image_size=SIZE, batch_size=1,
+                                   train_path="unused", eval_path="unused")
+    model = task_factory.get_task(experiment.task).build_model()
+    _, signatures, preprocess, forward = _serving(experiment, model, SIZE)
+    return signatures[SIGNATURE], preprocess, forward
+
+
+def test_serving_call_against_the_bare_model(benchmark, serving, conv_kernel):
+    import tensorflow as tf
+
+    serve, preprocess, forward = serving
+    image = tf.constant(np.random.default_rng(0).integers(0, 256, (1, 150, 200, 3), dtype=np.uint8))
+    prepared = preprocess(image)
+
+    def host(structure):
+        return tf.nest.map_structure(lambda t: t.numpy(), structure)
+
+    references = References(warmup_rounds=2, model=lambda: host(forward(*prepared)), conv=conv_kernel)
+    seconds = run_pedantic(benchmark, lambda: host(serve(image)), references, rounds=10)
+    if seconds is not None:
+        record_gate(benchmark, "serving_over_model", seconds / references.median("model"), maximum=1.10,
+                    what="serving signature (preprocess, model, NMS) / bare model call, ssd_resnet50_fpn 128 px")
+        record_gate(benchmark, "serving_per_conv", seconds / references.median("conv"), baseline=True,
+                    what="one serving call, ssd_resnet50_fpn 128 px / calibration convolution")
