@@ -80,13 +80,21 @@ def new_baseline(runs: list[dict], threshold: float = THRESHOLD) -> dict:
             if entry.get("baseline"):
                 values.setdefault(name, []).append(entry["value"])
     machine = runs[-1].get("machine_info", {})
+    cpu = machine.get("cpu", {})
+    conv_rates = [b["extra_info"]["calibration_conv_gflops"] for results in runs for b in results.get("benchmarks", [])
+                  if "calibration_conv_gflops" in b.get("extra_info", {})]
     return {
         "schema": SCHEMA,
         "threshold": threshold,
         "figures": {name: statistics.median(v) for name, v in sorted(values.items())},
         "spread": {name: [min(v), max(v)] for name, v in sorted(values.items())},
         "runs": len(runs),
-        "machine": {key: machine.get(key) for key in ("node", "processor", "machine", "python_version", "cpu")},
+        "machine": {
+            "cpu": cpu.get("brand_raw"), "family": cpu.get("family"), "model": cpu.get("model"),
+            "cores": cpu.get("count"), "avx512": "avx512f" in cpu.get("flags", []),
+            "python": machine.get("python_version"),
+            "calibration_conv_gflops": statistics.median(conv_rates) if conv_rates else None,
+        },
         "commit": runs[-1].get("commit_info", {}).get("id"),
         "datetime": runs[-1].get("datetime"),
     }
@@ -121,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print("gate: error: the results hold no gated figure (were the benchmarks disabled?)", file=sys.stderr)
         return 1
     if failed:
-        print(f"gate: speed regression in {', '.join(sorted(set(failed)))}")
+        print(f"gate: FAILED on {', '.join(sorted(set(failed)))}")
     print(f"gate: {len(found) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 

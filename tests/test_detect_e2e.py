@@ -14,6 +14,8 @@ from l40sbench.detect.evaluate import evaluate
 from tests.conftest import REPO, assert_csv_matches_json, assert_timing_wiring
 from tests.test_classify_e2e import INFERENCE_KEYS, RESULT_KEYS, TRAIN_KEYS
 
+LOSS_RATIO_BOUND = 0.85
+
 
 def detect(tmp_path, capsys, *args):
     out = tmp_path / "out"
@@ -108,15 +110,22 @@ def assert_export_reproduces_the_run(export, out_dir):
 
 
 def test_training_lowers_the_loss(tmp_path, capsys):
-    """A loop that does not update the weights keeps its loss and fails here."""
+    """A loop that does not update the weights keeps its loss and fails here.
+
+    The detection loss without the L2 term (which random init makes large and slow to
+    move), its last three epochs against its first three: one epoch's loss moves by
+    ±10 % with the parser's random flips and scales alone, so single epochs are too
+    noisy to compare (docs/PERFORMANCE.md, section 10, has the spread over seeds and
+    thread counts).
+    """
     result, _ = detect(
-        tmp_path, capsys, "--base", "ssd_resnet50_fpn", "--image-size", 128, "--limit", 8, "--epochs", 8,
+        tmp_path, capsys, "--base", "ssd_resnet50_fpn", "--image-size", 128, "--limit", 8, "--epochs", 20,
         "--batch-size", 4,
     )
-    # The detection loss without the L2 term, which random init makes large and slow to move.
     model_loss = result["notes"]["loss_components_per_epoch"]["model_loss"]
-    assert len(model_loss) == 8
-    assert model_loss[-1] < 0.85 * model_loss[0], model_loss
+    assert len(model_loss) == 20
+    ratio = sum(model_loss[-3:]) / sum(model_loss[:3])
+    assert ratio < LOSS_RATIO_BOUND, f"last 3 / first 3 epochs' model loss {ratio:.3f} (bound {LOSS_RATIO_BOUND})"
 
 
 QUICK = ["--base", "ssd_resnet50_fpn", "--image-size", "64", "--limit", "2", "--batch-size", "2"]

@@ -27,6 +27,9 @@ from typing import Callable
 import pytest
 
 SLOWDOWN = float(os.environ.get("L40SBENCH_BENCH_SLOWDOWN", "1"))
+# Bound of the same-run ratios (probe / bare loop, cache feed / memory feed, serving / model):
+# 5 runs here spread up to 1.064, and a 1.5x slowdown of the product side must fail.
+RATIO_BOUND = 1.20
 
 
 def slowed(fn: Callable) -> Callable:
@@ -71,6 +74,10 @@ def run_pedantic(benchmark, target: Callable, references: References, rounds: in
                        warmup_rounds=references.warmup_rounds)
     if benchmark.disabled:
         return None
+    if "conv" in references.calls:  # the machine's rate beside the figure, as everywhere in the suite
+        from l40sbench.calibration import CONV_FLOP
+
+        benchmark.extra_info["calibration_conv_gflops"] = CONV_FLOP / references.median("conv") / 1e9
     return benchmark.stats.stats.median
 
 
