@@ -128,7 +128,7 @@ def test_training_lowers_the_loss(tmp_path, capsys):
     assert ratio < LOSS_RATIO_BOUND, f"last 3 / first 3 epochs' model loss {ratio:.3f} (bound {LOSS_RATIO_BOUND})"
 
 
-QUICK = ["--base", "ssd_resnet50_fpn", "--image-size", "64", "--limit", "2", "--batch-size", "2"]
+QUICK = ["--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "2", "--batch-size", "2"]
 
 
 def test_ctrl_c_keeps_finished_epochs(tmp_path):
@@ -166,7 +166,7 @@ def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
         return real_eta(seconds, remaining)
 
     monkeypatch.setattr(run_mod, "eta_seconds", crash_after_second_epoch)
-    config = DetectConfig(base="ssd_resnet50_fpn", image_size=64, limit=2, batch_size=2, epochs=5)
+    config = DetectConfig(base="ssd_resnet50_fpn", image_size=128, limit=2, batch_size=2, epochs=5)
     out = tmp_path / "crashed"
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_mod.run_detect(config, log=lambda _: None, save=lambda record: write_result(out, record))
