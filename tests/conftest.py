@@ -52,3 +52,29 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
     assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
     assert inference["warmup_excluded"] == warmup and inference["batch_size"] == 1
     assert inference["images_timed"] == test_images - warmup
+
+
+def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
+    """Runs the CLI with `--epochs 500`, sends SIGINT once epoch 2 is logged: exit 130, no
+    traceback, and result.json keeps every finished epoch with complete: false."""
+    import json
+    import signal
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "l40sbench", *map(str, args), "--epochs", "500", "--output-dir", str(out_dir)],
+        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )
+    try:
+        for line in process.stderr:
+            if line.startswith("epoch 2/500"):
+                break
+        process.send_signal(signal.SIGINT)
+        rest = process.stderr.read()
+        assert process.wait(timeout=120) == 130
+    finally:
+        process.kill()
+    assert "Traceback" not in rest and "kept in" in rest
+    result = json.loads((out_dir / "result.json").read_text())
+    assert result["complete"] is False and result["inference"] is None
+    train = result["train"]
+    assert train["epochs"] >= 2 and len(train["epoch_seconds"]) == len(train["loss_per_epoch"]) == train["epochs"]

@@ -1,9 +1,6 @@
 """Real Keras training and inference on the stand-in, at small sizes."""
 
 import json
-import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -12,7 +9,7 @@ import pytest
 from l40sbench import cli
 from l40sbench.classify import model as model_mod
 from l40sbench.classify.bases import BASES, BaseSpec
-from tests.conftest import REPO, assert_csv_matches_json, assert_timing_wiring
+from tests.conftest import assert_csv_matches_json, assert_ctrl_c_keeps_finished_epochs, assert_timing_wiring
 
 RESULT_KEYS = {
     "schema", "task", "base", "complete", "config", "env", "dataset", "train", "inference", "accuracy", "weights",
@@ -166,26 +163,8 @@ def test_unavailable_imagenet_falls_back_to_random_without_hanging(spec_class, r
 
 
 def test_ctrl_c_keeps_finished_epochs(tmp_path):
-    out = tmp_path / "interrupted"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "l40sbench", "classify", "--base", "vgg19", "--image-size", "32", "--limit", "16",
-         "--batch-size", "4", "--epochs", "500", "--weights", "none", "--output-dir", str(out)],
-        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )
-    try:
-        for line in process.stderr:
-            if line.startswith("epoch 2/500"):
-                break
-        process.send_signal(signal.SIGINT)
-        rest = process.stderr.read()
-        assert process.wait(timeout=120) == 130
-    finally:
-        process.kill()
-    assert "Traceback" not in rest and "kept in" in rest
-    result = json.loads((out / "result.json").read_text())
-    assert result["complete"] is False
-    assert result["train"]["epochs"] >= 2 and len(result["train"]["epoch_seconds"]) == result["train"]["epochs"]
-    assert result["inference"] is None
+    assert_ctrl_c_keeps_finished_epochs(tmp_path / "interrupted", "classify", "--base", "vgg19", "--image-size", 32,
+                                        "--limit", 16, "--batch-size", 4, "--weights", "none")
 
 
 def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):

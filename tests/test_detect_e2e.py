@@ -2,16 +2,13 @@
 
 import json
 import math
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from l40sbench import cli
 from l40sbench.detect.evaluate import evaluate
-from tests.conftest import REPO, assert_csv_matches_json, assert_timing_wiring
+from tests.conftest import assert_csv_matches_json, assert_ctrl_c_keeps_finished_epochs, assert_timing_wiring
 from tests.test_classify_e2e import INFERENCE_KEYS, RESULT_KEYS, TRAIN_KEYS
 
 LOSS_RATIO_BOUND = 0.85
@@ -132,25 +129,7 @@ QUICK = ["--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "2", "-
 
 
 def test_ctrl_c_keeps_finished_epochs(tmp_path):
-    out = tmp_path / "interrupted"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "l40sbench", "detect", *QUICK, "--epochs", "500", "--output-dir", str(out)],
-        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )
-    try:
-        for line in process.stderr:
-            if line.startswith("epoch 2/500"):
-                break
-        process.send_signal(signal.SIGINT)
-        rest = process.stderr.read()
-        assert process.wait(timeout=120) == 130
-    finally:
-        process.kill()
-    assert "Traceback" not in rest and "kept in" in rest
-    result = json.loads((out / "result.json").read_text())
-    assert result["complete"] is False and result["inference"] is None
-    assert result["train"]["epochs"] >= 2 and len(result["train"]["epoch_seconds"]) == result["train"]["epochs"]
-    assert len(result["train"]["loss_per_epoch"]) == result["train"]["epochs"]
+    assert_ctrl_c_keeps_finished_epochs(tmp_path / "interrupted", "detect", *QUICK)
 
 
 def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
