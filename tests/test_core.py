@@ -143,6 +143,9 @@ def test_records_are_sorted_json_with_null_for_nan(tmp_path):
     assert (tmp_path / "out" / "result.csv").read_text().splitlines()[0] == "a.x,a.y,b"
     assert not list((tmp_path / "out").glob("*.tmp"))
     assert to_csv({"k": {"v": 1}}).splitlines() == ["k.v", "1"]
+    # A list cell holds the list as result.json writes it: keys sorted.
+    assert to_csv({"l": [{"b": 1, "a": 2}]}).splitlines()[1] == '"[{""a"": 2, ""b"": 1}]"'
+
 
 
 def test_registry_rejects_duplicates_and_lists_names_on_miss():

@@ -55,7 +55,7 @@ def flatten(record: dict, prefix: str = "") -> dict:
         if isinstance(value, dict):
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, (list, tuple)):
-            flat[name] = json.dumps(_jsonable(value))
+            flat[name] = json.dumps(_jsonable(value), sort_keys=True)  # as result.json writes them
         else:
             flat[name] = _jsonable(value)
     return flat
