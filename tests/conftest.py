@@ -63,6 +63,9 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
     process = subprocess.Popen(
         [sys.executable, "-m", "l40sbench", *map(str, args), "--epochs", "500", "--output-dir", str(out_dir)],
         cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        # A shell starting a job in the background makes it ignore SIGINT, and an ignored
+        # signal stays ignored across exec: give the child Ctrl-C back, as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         for line in process.stderr:
