@@ -48,6 +48,12 @@ def gated_figures(results: dict) -> dict[str, dict]:
     return figures
 
 
+def calibration_rates(results: dict) -> list[float]:
+    """The calibration convolution's GFLOP/s that benchmarks recorded beside their figures."""
+    return [b["extra_info"]["calibration_conv_gflops"] for b in results.get("benchmarks", [])
+            if "calibration_conv_gflops" in b.get("extra_info", {})]
+
+
 def verdicts(results: dict, baseline: dict) -> list[Verdict]:
     """One verdict per bound and per baseline comparison, in figure-name order."""
     threshold = baseline.get("threshold", THRESHOLD)
@@ -81,8 +87,7 @@ def new_baseline(runs: list[dict], threshold: float = THRESHOLD) -> dict:
                 values.setdefault(name, []).append(entry["value"])
     machine = runs[-1].get("machine_info", {})
     cpu = machine.get("cpu", {})
-    conv_rates = [b["extra_info"]["calibration_conv_gflops"] for results in runs for b in results.get("benchmarks", [])
-                  if "calibration_conv_gflops" in b.get("extra_info", {})]
+    conv_rates = [rate for results in runs for rate in calibration_rates(results)]
     return {
         "schema": SCHEMA,
         "threshold": threshold,

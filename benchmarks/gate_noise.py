@@ -61,8 +61,7 @@ def main() -> int:
         known = baseline["figures"].get(name)
         times = f"{min(values) / known:.2f}..{max(values) / known:.2f}" if known else "-"
         print(f"| {name} | " + " | ".join(f"{v:.4g}" for v in values) + f" | {max(values) / min(values):.3f} | {times} |")
-    conv_rates = [statistics.median(b["extra_info"]["calibration_conv_gflops"] for b in results["benchmarks"]
-                                    if "calibration_conv_gflops" in b["extra_info"]) for results in runs]
+    conv_rates = [statistics.median(gate.calibration_rates(results)) for results in runs]
     print(f"\n{runs[0]['machine_info'].get('cpu', {}).get('brand_raw', '?')}; calibration convolution per run "
           f"(median over the benchmarks): {', '.join(f'{rate:.1f}' for rate in conv_rates)} GFLOP/s")
     for index, results in enumerate(runs, start=1):

@@ -3,8 +3,8 @@
 Machines of one kind differ by CPU generation (with or without AVX-512, older
 or newer cores): the same run can take 3-4x longer on one than another. A
 time is only comparable across machines beside a rate measured in the same
-run, so every result and every figure in docs/PERFORMANCE.md carries one, and
-the CI gate divides its timings by it.
+run, so every result and every figure in docs/PERFORMANCE.md carries one.
+(The CI gate does not divide by it: docs/PERFORMANCE.md section 9 says why.)
 
 Two kernels, because TensorFlow runs them on different libraries on the CPU:
 a float32 matmul (Eigen) and a float32 3x3 convolution (oneDNN, which picks
@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
-from l40sbench.core.timing import Clock, Sync, no_sync
+from l40sbench.core.timing import Clock, Sync, no_sync, time_calls
 
 MATMUL_N = 1024  # [N, N] x [N, N]
 CONV_SHAPE = (8, 56, 56, 64)  # NHWC input; 3x3 kernel, 64 filters, stride 1, SAME: a ResNet stage-2 layer
@@ -56,14 +56,7 @@ def median_seconds(fn, repeats: int, *, warmup: int = 2, clock: Clock = time.per
         raise ValueError(f"repeats must be >= 1. Received: repeats={repeats}")
     for _ in range(warmup):
         fn()
-    durations = []
-    for _ in range(repeats):
-        sync()
-        start = clock()
-        fn()
-        sync()
-        durations.append(clock() - start)
-    return statistics.median(durations)
+    return statistics.median(time_calls(lambda _: fn(), range(repeats), clock=clock, sync=sync))
 
 
 def kernels():
