@@ -62,3 +62,49 @@ def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> Lat
         p99_ms=p99,
         images_per_second=images_per_second,
     )
+
+
+@dataclass(frozen=True)
+class StepThroughput:
+    """Throughput over equal-sized timed steps.
+
+    `images_per_second` is images_per_step / mean step time (total images over
+    total time); its standard error comes from the step times' standard error
+    of the mean by the delta method. `step_jitter_percent` is the steps'
+    sample standard deviation as a percentage of their mean.
+    """
+
+    steps: int
+    images_per_step: int
+    images_per_second: float | None
+    images_per_second_stderr: float | None
+    step_ms_mean: float | None
+    step_ms_std: float | None
+    step_jitter_percent: float | None
+
+
+def step_throughput(step_seconds: Sequence[float], images_per_step: int) -> StepThroughput:
+    """Images/s with its standard error from per-step wall times (warm-up already removed).
+
+    >>> step_throughput([0.5, 0.5], 32).images_per_second
+    64.0
+    """
+    if images_per_step < 1:
+        raise ValueError(f"images_per_step must be >= 1. Received: images_per_step={images_per_step}")
+    seconds = np.asarray(step_seconds, dtype=np.float64)
+    if seconds.size == 0:
+        return StepThroughput(0, images_per_step, None, None, None, None, None)
+    if np.any(seconds <= 0) or not np.all(np.isfinite(seconds)):
+        raise ValueError(f"step times must be finite and > 0. Received: {seconds.tolist()}")
+    mean = float(seconds.mean())
+    std = float(seconds.std(ddof=1)) if seconds.size > 1 else 0.0
+    rate = images_per_step / mean
+    return StepThroughput(
+        steps=int(seconds.size),
+        images_per_step=images_per_step,
+        images_per_second=rate,
+        images_per_second_stderr=rate * (std / math.sqrt(seconds.size)) / mean,
+        step_ms_mean=1000.0 * mean,
+        step_ms_std=1000.0 * std,
+        step_jitter_percent=100.0 * std / mean,
+    )

@@ -1,0 +1,95 @@
+"""The settings of one synthetic sweep."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from l40sbench.core.validate import require_at_least, require_one_of
+from l40sbench.settings import PRECISIONS
+from l40sbench.synthetic.job import MODES, OPTIMIZERS, Job
+
+# The study's per-GPU batch sizes (its "Taille de lot" rows) and GPU counts.
+STUDY_BATCH_SIZES = (32, 64, 128, 256, 512)
+DEFAULT_DEVICES = (1,)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """Every setting of a sweep. Sizes are per device; a run is models x batch_sizes x devices.
+
+    Raises:
+      ValueError: a value out of range, naming it ("Received: steps=0").
+    """
+
+    models: tuple[str, ...]
+    batch_sizes: tuple[int, ...] = STUDY_BATCH_SIZES
+    devices: tuple[int, ...] = DEFAULT_DEVICES
+    mode: str = "train"
+    precision: str = "fp32"
+    xla: bool = False
+    optimizer: str = "sgd"
+    warmup_steps: int = 10
+    steps: int = 100
+    memory_limit_gb: float | None = None
+    timeout_s: float | None = None
+    find_max_batch: bool = False
+    worker_hosts: tuple[str, ...] = ()
+    task_index: int = 0
+    output_dir: Path | None = None
+
+    def __post_init__(self):
+        from l40sbench.synthetic.models import MODELS
+
+        for name in self.models:
+            MODELS.get(name)  # UserError naming the choices
+        if not self.models or not self.batch_sizes or not self.devices:
+            raise ValueError("models, batch sizes and devices each need at least one value")
+        for field_name in ("batch_sizes", "devices"):
+            for value in getattr(self, field_name):
+                if value < 1:
+                    raise ValueError(f"{field_name} must all be >= 1. Received: {field_name}={value}")
+        require_at_least(self, ("steps",), 1)
+        require_at_least(self, ("warmup_steps", "task_index"), 0)
+        require_one_of(self, "mode", MODES)
+        require_one_of(self, "precision", PRECISIONS)
+        require_one_of(self, "optimizer", OPTIMIZERS)
+        for field_name in ("memory_limit_gb", "timeout_s"):
+            value = getattr(self, field_name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{field_name} must be > 0. Received: {field_name}={value}")
+        for host in self.worker_hosts:
+            name, _, port = host.rpartition(":")
+            if not name or not port.isdigit():
+                raise ValueError(f"worker hosts must be host:port. Received: {host!r}")
+        if self.worker_hosts and self.task_index >= len(self.worker_hosts):
+            raise ValueError(f"task_index must be < the {len(self.worker_hosts)} worker hosts. "
+                             f"Received: task_index={self.task_index}")
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task_index == 0
+
+    def job(self, model: str, batch: int, devices: int, **overrides) -> Job:
+        values = dict(model=model, per_device_batch=batch, devices=devices, mode=self.mode,
+                      precision=self.precision, xla=self.xla, optimizer=self.optimizer,
+                      warmup_steps=self.warmup_steps, steps=self.steps, memory_limit_gb=self.memory_limit_gb)
+        values.update(overrides)
+        return Job(**values)
+
+    def plan(self) -> list[Job]:
+        """Every configuration, device count by device count as the study's tables go."""
+        return [self.job(m, b, d) for d in self.devices for m in self.models for b in self.batch_sizes]
+
+    def to_dict(self) -> dict:
+        return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+                for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "SweepConfig":
+        values = dict(values)
+        for name in ("models", "batch_sizes", "devices", "worker_hosts"):
+            values[name] = tuple(values.get(name) or ())
+        if values.get("output_dir") is not None:
+            values["output_dir"] = Path(values["output_dir"])
+        return cls(**values)

@@ -1,0 +1,112 @@
+"""One configuration of a sweep, as the parent hands it to a child process and the row it gets back.
+
+Pure data: no framework import, so the parent, the tables and the tests read
+it without TensorFlow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+MODES = ("train", "inference")
+OPTIMIZERS = ("sgd", "momentum", "adam")
+STATUSES = ("ok", "oom", "error", "timeout")
+# Training a step costs about three forward passes (forward, then the gradients with
+# respect to activations and to weights), the convention MLPerf and model-FLOPs
+# utilisation figures use.
+TRAIN_FLOPS_PER_FORWARD = 3
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one child process measures."""
+
+    model: str
+    per_device_batch: int
+    devices: int
+    mode: str = "train"
+    precision: str = "fp32"
+    xla: bool = False
+    optimizer: str = "sgd"
+    warmup_steps: int = 10
+    steps: int = 100
+    memory_limit_gb: float | None = None
+    gflops_per_image: float | None = None  # forward; counted by the child when None
+
+    @property
+    def key(self) -> tuple:
+        """What makes two rows the same configuration (a resumed sweep skips rows with a known key)."""
+        return (self.model, self.per_device_batch, self.devices)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration's result; every figure carries its unit in its name.
+
+    `devices` is the total over all workers; `total_batch` = per_device_batch x
+    devices (weak scaling: each device keeps its batch as devices are added);
+    `scaling_efficiency` = images/s at N devices / (N x images/s at 1), filled
+    in by the sweep when the 1-device row of the same model and batch exists.
+    `utilisation` is achieved FLOP/s over the peak the sweep's matmul rate gives
+    (the rate times the devices on a GPU; the CPU's logical devices share one CPU).
+    Figures are None unless status is "ok"; `error` is the first line of what
+    stopped the configuration otherwise.
+    """
+
+    model: str
+    mode: str
+    precision: str
+    xla: bool
+    optimizer: str
+    devices: int
+    workers: int
+    device_kind: str
+    per_device_batch: int
+    total_batch: int
+    status: str
+    warmup_steps: int = 0
+    steps: int = 0
+    images_per_second: float | None = None
+    images_per_second_stderr: float | None = None
+    step_ms_mean: float | None = None
+    step_jitter_percent: float | None = None
+    gflops_per_image: float | None = None
+    achieved_tflops: float | None = None
+    utilisation: float | None = None
+    peak_memory_mb: float | None = None
+    scaling_efficiency: float | None = None
+    seconds: float | None = None
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple:
+        """The Job.key this row answers (devices per worker, as the job counts them)."""
+        return (self.model, self.per_device_batch, self.devices // max(self.workers, 1))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Row":
+        return cls(**values)
+
+
+def failed_row(job: Job, status: str, error: str, *, device_kind: str, workers: int = 1,
+               seconds: float | None = None) -> Row:
+    """The row of a configuration that did not finish (oom, error, timeout)."""
+    return Row(
+        model=job.model, mode=job.mode, precision=job.precision, xla=job.xla, optimizer=job.optimizer,
+        devices=job.devices * workers, workers=workers, device_kind=device_kind,
+        per_device_batch=job.per_device_batch, total_batch=job.per_device_batch * job.devices * workers,
+        status=status, warmup_steps=job.warmup_steps, steps=job.steps, gflops_per_image=job.gflops_per_image,
+        seconds=seconds, error=error,
+    )
+
+
+def flops_per_image(gflops_forward: float, mode: str) -> float:
+    """GFLOP one image costs in this mode (3 forward passes when training)."""
+    return gflops_forward * (TRAIN_FLOPS_PER_FORWARD if mode == "train" else 1)

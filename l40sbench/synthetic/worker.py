@@ -1,0 +1,233 @@
+"""The child process of a sweep: measures one configuration and prints its row.
+
+Run as `python -m l40sbench.synthetic.worker JOB_JSON` (or `--calibrate`). The
+last stdout line starting with ROW_MARKER carries the JSON result. A crash or
+an out-of-memory here ends this process only; the parent records it.
+
+Everything runs under a tf.distribute strategy, one device or many, so the
+single-device figure and the scaled ones come from the same code:
+MirroredStrategy over N GPUs, or over N logical CPU devices when there is no
+GPU; MultiWorkerMirroredStrategy when TF_CONFIG names a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
+
+ROW_MARKER = "L40SBENCH-ROW "
+CLASSES = 1000
+CALIBRATION_REPEATS = 30  # the median of 30 matmuls: one slow moment of a shared host does not set the peak
+LEARNING_RATE = 0.005  # tf_cnn_benchmarks' default for these models; speed does not depend on it
+
+
+def _workers() -> tuple[int, int]:
+    """(number of workers, this worker's index) from TF_CONFIG; (1, 0) without one."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    workers = len(config.get("cluster", {}).get("worker", [])) + len(config.get("cluster", {}).get("chief", []))
+    return max(workers, 1), int(config.get("task", {}).get("index", 0))
+
+
+def configure_devices(devices: int, memory_limit_gb: float | None, multi_worker: bool) -> str:
+    """Makes `devices` local devices visible and returns their kind, "GPU" or "CPU".
+
+    Only physical-device calls here: TensorFlow's runtime must not start before
+    a multi-worker strategy configures its collectives.
+    """
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if devices > len(gpus):
+            raise ValueError(f"{devices} devices asked, {len(gpus)} GPU(s) visible")
+        tf.config.set_visible_devices(gpus[:devices], "GPU")
+        for gpu in gpus[:devices]:
+            if memory_limit_gb:
+                tf.config.set_logical_device_configuration(
+                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=int(memory_limit_gb * 1024))])
+            else:
+                tf.config.experimental.set_memory_growth(gpu, True)
+        return "GPU"
+    if devices > 1 and not multi_worker:
+        # The CPU split into logical devices: the multi-device path, runnable without a GPU.
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
+    return "CPU"
+
+
+def _optimizer(name: str, precision: str):
+    import keras
+
+    optimizer = {
+        "sgd": lambda: keras.optimizers.SGD(LEARNING_RATE),
+        "momentum": lambda: keras.optimizers.SGD(LEARNING_RATE, momentum=0.9),
+        "adam": lambda: keras.optimizers.Adam(LEARNING_RATE),
+    }[name]()
+    if precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def build_step(strategy, model, job: Job, global_batch: int):
+    """A compiled call that runs one training (or inference) step on every replica.
+
+    The images and labels are made on each device once, here, outside any
+    timing: the sweep measures the model, not an input pipeline.
+    """
+    import keras
+    import tensorflow as tf
+
+    size = model.input_shape[1]
+
+    def make_batch(context):
+        del context
+        images = tf.random.uniform([job.per_device_batch, size, size, 3], dtype=tf.float32)
+        labels = tf.random.uniform([job.per_device_batch], maxval=CLASSES, dtype=tf.int32)
+        return images, labels
+
+    images, labels = strategy.experimental_distribute_values_from_function(make_batch)
+    if job.mode == "inference":
+        def replica_step(x, y):
+            del y
+            return tf.reduce_sum(tf.cast(model(x, training=False), tf.float32))
+    else:
+        optimizer = _optimizer(job.optimizer, job.precision)
+        scaled = hasattr(optimizer, "scale_loss") and job.precision == "mixed_float16"
+
+        def gradients(x, y):
+            with tf.GradientTape() as tape:
+                probabilities = tf.cast(model(x, training=True), tf.float32)
+                per_image = keras.losses.sparse_categorical_crossentropy(y, probabilities)
+                loss = tf.nn.compute_average_loss(per_image, global_batch_size=global_batch)
+                target = optimizer.scale_loss(loss) if scaled else loss
+            return loss, tape.gradient(target, model.trainable_variables)
+
+        if job.xla:
+            gradients = tf.function(gradients, jit_compile=True)
+
+        def replica_step(x, y):
+            loss, grads = gradients(x, y)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+    @tf.function
+    def step():
+        per_replica = strategy.run(replica_step, args=(images, labels))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    if job.mode == "inference" and job.xla:
+        step = tf.function(step, jit_compile=True)
+    return step
+
+
+def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
+    import tensorflow as tf
+
+    if device_kind == "GPU":
+        return sum(tf.config.experimental.get_memory_info(name.split("device:")[-1])["peak"]
+                   for name in devices) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def measure(job: Job) -> Row:
+    """Builds the model under the strategy, warms up, times `steps` steps."""
+    workers, _ = _workers()
+    multi_worker = workers > 1
+    import keras
+    import tensorflow as tf
+
+    # Devices are configured before any strategy starts TensorFlow's runtime.
+    kind = configure_devices(job.devices, job.memory_limit_gb, multi_worker)
+
+    from l40sbench.core.stats import step_throughput
+    from l40sbench.core.timing import time_calls
+    from l40sbench.synthetic.flops import forward_gflops
+    from l40sbench.synthetic.models import MODELS
+    from l40sbench.tf_device import device_sync
+
+    spec = MODELS.get(job.model)
+    keras.mixed_precision.set_global_policy(
+        {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}[job.precision])
+    if multi_worker:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        strategy = tf.distribute.MirroredStrategy(
+            devices=[d.name for d in tf.config.list_logical_devices(kind)][:job.devices])
+    names = list(strategy.extended.worker_devices)
+    replicas = strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = spec.build()
+        gflops = job.gflops_per_image if job.gflops_per_image is not None else forward_gflops(model, spec.size)
+        step = build_step(strategy, model, job, job.per_device_batch * replicas)
+    sync = device_sync()
+    started = time.perf_counter()
+    time_calls(lambda _: step(), range(job.warmup_steps), sync=sync)
+    stats = step_throughput(time_calls(lambda _: step(), range(job.steps), sync=sync),
+                            job.per_device_batch * replicas)
+    achieved = stats.images_per_second * flops_per_image(gflops, job.mode) / 1e3  # TFLOP/s
+    return Row(
+        model=job.model, mode=job.mode, precision=job.precision, xla=job.xla, optimizer=job.optimizer,
+        devices=replicas, workers=workers, device_kind=kind, per_device_batch=job.per_device_batch,
+        total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.warmup_steps,
+        steps=stats.steps, images_per_second=stats.images_per_second,
+        images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
+        step_jitter_percent=stats.step_jitter_percent, gflops_per_image=gflops, achieved_tflops=achieved,
+        peak_memory_mb=_peak_memory_mb(kind, names), seconds=time.perf_counter() - started,
+    )
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import tensorflow as tf
+
+    return isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError)) or "OOM" in str(exc).split("\n")[0]
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def job_main(job: Job) -> Row:
+    workers, _ = _workers()
+    try:
+        return measure(job)
+    except Exception as exc:  # noqa: BLE001 - any failure is this configuration's result
+        status = "oom" if _is_oom(exc) else "error"
+        return failed_row(job, status, f"{type(exc).__name__}: {first_line(exc)}",
+                          device_kind="GPU" if _has_gpu() else "CPU", workers=workers)
+
+
+def _has_gpu() -> bool:
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def calibrate_main() -> dict:
+    """The device's float32 matmul rate (and the conv rate) plus the environment, for the sweep's header."""
+    from l40sbench.calibration import measure as calibrate
+    from l40sbench.core.env import fingerprint
+    from l40sbench.tf_device import device_sync
+
+    calibration = calibrate(repeats=CALIBRATION_REPEATS, sync=device_sync()).to_dict()
+    return {"calibration": calibration, "env": {**fingerprint(), "calibration": calibration}}
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if argv[:1] == ["--calibrate"]:
+        result = calibrate_main()
+    else:
+        result = job_main(Job(**json.loads(argv[0]))).to_dict()
+    sys.stdout.write(ROW_MARKER + json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
