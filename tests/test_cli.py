@@ -56,6 +56,19 @@ def assert_one_line_exit_2(result, fragment):
         (["classify", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
         (["detect", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
         (["classify", "--output-dir", "/proc/version"], "cannot write results to /proc/version"),
+        (["synthetic", "--models", "lenet,nope"], "unknown model 'nope'; choose one of: alexnet"),
+        (["synthetic", "--batch-sizes", "8,0"], "Received: batch_sizes=0"),
+        (["synthetic", "--batch-sizes", "eight"], "expected comma-separated whole numbers, got 'eight'"),
+        (["synthetic", "--devices", "0"], "Received: devices=0"),
+        (["synthetic", "--steps", "0"], "Received: steps=0"),
+        (["synthetic", "--memory-limit", "-1"], "Received: memory_limit_gb=-1.0"),
+        (["synthetic", "--timeout", "0"], "Received: timeout_s=0.0"),
+        (["synthetic", "--mode", "serve"], "invalid choice: 'serve'"),
+        (["synthetic", "--worker-hosts", "localhost"], "worker hosts must be host:port. Received: 'localhost'"),
+        (["synthetic", "--worker-hosts", "a:1,b:2", "--task-index", "2"], "Received: task_index=2"),
+        (["synthetic", "--task-index", "1"], "--task-index needs --worker-hosts"),
+        (["synthetic", "--resume", "/no/such/sweep"], "cannot resume /no/such/sweep: no readable sweep.json"),
+        (["synthetic", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
     ],
 )
 def test_bad_flags(args, fragment):
@@ -100,7 +113,8 @@ def test_datasets_stats_prints_the_article_table_for_the_standin():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"]]
+    "argv", [["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"],
+             ["synthetic", "--help"]]
 )
 def test_help_explains_every_flag_without_importing_tensorflow(argv):
     code = (
@@ -122,6 +136,11 @@ def test_help_explains_every_flag_without_importing_tensorflow(argv):
             assert flag in out
         for base in ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"):
             assert base in out
+    if argv[0] == "synthetic":
+        for flag in ("--list", "--models", "--batch-sizes", "--devices", "--mode", "--precision", "--xla", "--optimizer",
+                     "--warmup-steps", "--steps", "--memory-limit", "--timeout", "--find-max-batch", "--worker-hosts",
+                     "--task-index", "--resume", "--output-dir"):
+            assert flag in out
 
 
 def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):

@@ -184,6 +184,9 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
     """Runs every configuration rows.jsonl lacks; on_result gets the record whenever it is written."""
     state = prepare(config, log, resume)
     gpu = _gpu(state)
+    available = sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
+    if gpu and max(config.devices) > available:
+        raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
     rows = load_rows(config.output_dir) if resume else []
     done = {row.key for row in rows}
     jobs = [job for job in config.plan() if job.key not in done]

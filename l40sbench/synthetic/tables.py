@@ -33,7 +33,7 @@ def _cell(row: dict | None) -> str:
 
 def _ordered(models: Sequence[str]) -> list[str]:
     """The study's column order: its five-model table first, then the rest of its twelve."""
-    rank = {name: i for i, name in enumerate(STUDY_DEVICE_TABLE + STUDY_ORDER)}
+    rank = {name: i for i, name in reversed(list(enumerate(STUDY_DEVICE_TABLE + STUDY_ORDER)))}  # first place wins
     return sorted(dict.fromkeys(models), key=lambda m: rank.get(m, len(rank)))
 
 

@@ -1,0 +1,152 @@
+"""Synthetic sweeps: the twelve models against their citations, and the sweep's parts one by one."""
+
+import sys
+
+import pytest
+
+from l40sbench.core.stats import step_throughput
+from l40sbench.synthetic import child, tables
+from l40sbench.synthetic.models import MODELS, STUDY_ORDER
+from l40sbench.synthetic.sweep import _bisect_largest, with_scaling, with_utilisation
+from l40sbench.synthetic.job import Row
+
+
+def _conv(k, c_in, c_out, kw=None):
+    return k * (kw or k) * c_in * c_out + c_out
+
+
+def _dense(n_in, n_out):
+    return n_in * n_out + n_out
+
+
+# The parameter counts of the layer lists tf_cnn_benchmarks ran, worked out here by hand
+# (conv: k*k*in*out + out biases; dense: in*out + out), independently of the Keras code.
+LAYER_LIST_COUNTS = {
+    "alexnet": _conv(11, 3, 64) + _conv(5, 64, 192) + _conv(3, 192, 384) + _conv(3, 384, 384) + _conv(3, 384, 256)
+    + _dense(256 * 6 * 6, 4096) + _dense(4096, 4096) + _dense(4096, 1000),
+    "lenet": _conv(5, 3, 32) + _conv(5, 32, 64) + _dense(64 * 7 * 7, 512) + _dense(512, 1000),
+    "overfeat": _conv(11, 3, 96) + _conv(5, 96, 256) + _conv(3, 256, 512) + _conv(3, 512, 1024)
+    + _conv(3, 1024, 1024) + _dense(1024 * 6 * 6, 3072) + _dense(3072, 4096) + _dense(4096, 1000),
+    "vgg11": _conv(3, 3, 64) + _conv(3, 64, 128) + _conv(3, 128, 256) + _conv(3, 256, 256) + _conv(3, 256, 512)
+    + 3 * _conv(3, 512, 512) + _dense(512 * 7 * 7, 4096) + _dense(4096, 4096) + _dense(4096, 1000),
+}
+
+
+def test_the_registry_holds_the_studys_twelve_models():
+    assert sorted(MODELS.names()) == sorted(STUDY_ORDER) and len(STUDY_ORDER) == 12
+    assert {m: MODELS.get(m).size for m in ("alexnet", "overfeat", "lenet", "inceptionv3", "inceptionv4")} == {
+        "alexnet": 227, "overfeat": 231, "lenet": 28, "inceptionv3": 299, "inceptionv4": 299}
+    study = {m: MODELS.get(m).study_batch for m in STUDY_ORDER if MODELS.get(m).study_batch}
+    assert study == {"inceptionv3": 64, "resnet50": 64, "resnet152": 32, "alexnet": 512, "vgg16": 32}
+
+
+@pytest.mark.parametrize("name", STUDY_ORDER)
+def test_every_model_builds_runs_a_small_batch_and_matches_its_citation(name):
+    import keras
+    import numpy as np
+
+    spec = MODELS.get(name)
+    keras.backend.clear_session()
+    model = spec.build()
+    probabilities = np.asarray(model(np.zeros((2, spec.size, spec.size, 3), "float32"), training=False))
+    assert probabilities.shape == (2, 1000)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-4)
+    counted = spec.count_params(model)
+    assert abs(counted - spec.published_params) <= spec.params_tolerance * spec.published_params, (
+        f"{name}: {counted:,} parameters, cited {spec.published_params:,} ({spec.citation})")
+    if name in LAYER_LIST_COUNTS:
+        assert counted == LAYER_LIST_COUNTS[name]
+
+
+def test_forward_flops_are_counted_from_the_graph():
+    """lenet by hand (2 per multiply-add; the profiler adds bias adds and pooling on top, under 1 %),
+    and vgg16 against its well-known 15.47 G multiply-adds."""
+    from l40sbench.synthetic.flops import forward_gflops
+
+    lenet = MODELS.get("lenet")
+    macs = 28 * 28 * 32 * 5 * 5 * 3 + 14 * 14 * 64 * 5 * 5 * 32 + 3136 * 512 + 512 * 1000
+    assert forward_gflops(lenet.build(), 28) == pytest.approx(2 * macs / 1e9, rel=0.01)
+    assert forward_gflops(MODELS.get("vgg16").build(), 224) == pytest.approx(2 * 15.47, rel=0.01)
+
+
+def test_step_throughput_gives_rate_standard_error_and_jitter():
+    stats = step_throughput([0.5, 0.5], 32)
+    assert (stats.images_per_second, stats.images_per_second_stderr, stats.step_jitter_percent) == (64.0, 0.0, 0.0)
+    stats = step_throughput([0.4, 0.6], 10)
+    assert stats.images_per_second == pytest.approx(20.0)
+    assert stats.step_ms_std == pytest.approx(141.421, rel=1e-4)  # sample standard deviation
+    assert stats.images_per_second_stderr == pytest.approx(20.0 * (0.141421 / 2**0.5) / 0.5, rel=1e-4)
+    assert stats.step_jitter_percent == pytest.approx(28.284, rel=1e-4)
+    assert step_throughput([], 8).images_per_second is None
+    with pytest.raises(ValueError):
+        step_throughput([0.1, 0.0], 8)
+
+
+def _row(model="lenet", batch=8, devices=1, status="ok", rate=100.0, kind="CPU", tflops=1.0):
+    return Row(model=model, mode="train", precision="fp32", xla=False, optimizer="sgd", devices=devices, workers=1,
+               device_kind=kind, per_device_batch=batch, total_batch=batch * devices, status=status,
+               images_per_second=rate if status == "ok" else None, achieved_tflops=tflops if status == "ok" else None)
+
+
+def test_scaling_efficiency_and_utilisation():
+    rows = with_scaling([_row(rate=100.0), _row(devices=2, rate=150.0), _row(devices=4, status="oom")])
+    assert [r.scaling_efficiency for r in rows] == [1.0, 0.75, None]
+    calibration = {"matmul_gflops": 500.0}
+    assert with_utilisation(_row(tflops=0.25), calibration).utilisation == pytest.approx(0.5)
+    # N GPUs bring N times the peak; N logical CPU devices share one CPU's.
+    assert with_utilisation(_row(devices=2, kind="GPU", tflops=0.25), calibration).utilisation == pytest.approx(0.25)
+    assert with_utilisation(_row(devices=2, tflops=0.25), calibration).utilisation == pytest.approx(0.5)
+    assert with_utilisation(_row(status="oom"), calibration).utilisation is None
+
+
+@pytest.mark.parametrize("largest", [None, 1, 5, 8, 9, 31, 64, 100, 1000])
+def test_bisection_finds_the_largest_batch_that_fits(largest):
+    tried = []
+
+    def fits(batch):
+        tried.append(batch)
+        return largest is not None and batch <= largest
+
+    assert _bisect_largest(fits, 8) == largest
+    assert len(tried) == len(set(tried)) and len(tried) <= 2 * 11
+
+
+def test_tables_put_the_out_of_memory_mark_where_the_study_does():
+    rows = [r.to_dict() for r in (
+        _row("alexnet", 512, 1, rate=2807.64), _row("alexnet", 512, 2, rate=5117.86),
+        _row("vgg16", 32, 1, rate=137.32), _row("vgg16", 32, 2, rate=240.61), _row("vgg16", 256, 1, status="oom"),
+        _row("vgg16", 256, 2, status="oom"), _row("alexnet", 32, 1, rate=1516.70), _row("alexnet", 256, 1, "timeout"))]
+    headers, body = tables.device_table(rows)
+    assert headers == ["devices", "VGG16 (batch 32)", "Alexnet (batch 512)"]  # the study's batch, its column order
+    assert body == [["1", "137.32", "2807.64"], ["2", "240.61", "5117.86"]]
+    by_devices = {d: (h, b) for d, h, b in tables.batch_tables(rows)}
+    headers, body = by_devices[1]
+    assert headers == ["batch size", "alexnet", "vgg16"]
+    assert body == [["32", "1516.70", "137.32"], ["256", "t/o", "-*"], ["512", "2807.64", "-"]]
+    assert by_devices[2][1][1] == ["256", "-", "-*"]
+
+
+def test_batch_tables_split_the_twelve_models_in_groups_of_six():
+    rows = [_row(m, 32).to_dict() for m in STUDY_ORDER]
+    groups = [h[1:] for d, h, b in tables.batch_tables(rows)]
+    assert groups == [list(STUDY_ORDER[:6]), list(STUDY_ORDER[6:])]  # as the study prints them
+
+
+ALLOCATE = "import sys, time; a = bytearray(int(float(sys.argv[1]) * 2**20)); a[::4096] = b'x' * len(a[::4096]); time.sleep(0.5); print('done')"
+
+
+@pytest.mark.parametrize("try_cgroup", [True, False], ids=["cgroup-where-allowed", "watchdog-only"])
+def test_the_memory_cap_ends_a_child_over_it_and_spares_one_under_it(try_cgroup):
+    command = [sys.executable, "-c", ALLOCATE]
+    under = child.run(command + ["100"], timeout_s=60, memory_limit_mb=600, try_cgroup=try_cgroup)
+    assert (under.returncode, under.stdout.strip(), under.over_memory) == (0, "done", False)
+    over = child.run(command + ["1500"], timeout_s=60, memory_limit_mb=600, try_cgroup=try_cgroup)
+    assert over.over_memory and over.returncode == -9 and "done" not in over.stdout
+    assert over.peak_rss_mb <= 1500  # ended on its way up, not after it got there
+    if not try_cgroup:
+        assert over.enforcement == "watchdog"
+
+
+def test_a_child_past_its_time_limit_is_ended():
+    outcome = child.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5, memory_limit_mb=None)
+    assert outcome.timed_out and outcome.seconds < 10
