@@ -318,6 +318,7 @@ def _cluster_from_env() -> tuple[tuple[str, ...], int]:
 
 def _cmd_synthetic(args) -> int:
     from l40sbench.synthetic.config import STUDY_BATCH_SIZES, SweepConfig
+    from l40sbench.synthetic.job import StepSettings
     from l40sbench.synthetic.models import STUDY_DEVICE_TABLE
 
     if args.list:
@@ -347,14 +348,14 @@ def _cmd_synthetic(args) -> int:
         config = _config(
             SweepConfig,
             models=args.models or STUDY_DEVICE_TABLE, batch_sizes=args.batch_sizes or STUDY_BATCH_SIZES,
-            devices=args.devices or (1,), mode=args.mode or "train", precision=args.precision or "fp32",
-            xla=bool(args.xla), optimizer=args.optimizer or "sgd",
-            warmup_steps=10 if args.warmup_steps is None else args.warmup_steps,
-            steps=100 if args.steps is None else args.steps, memory_limit_gb=args.memory_limit,
+            devices=args.devices or (1,), settings=_config(
+                StepSettings, mode=args.mode or "train", precision=args.precision or "fp32", xla=bool(args.xla),
+                optimizer=args.optimizer or "sgd", warmup_steps=10 if args.warmup_steps is None else args.warmup_steps,
+                steps=100 if args.steps is None else args.steps, memory_limit_gb=args.memory_limit),
             timeout_s=args.timeout, find_max_batch=args.find_max_batch, worker_hosts=hosts, task_index=index,
             output_dir=args.output_dir or Path("results") / _run_id("synthetic", "sweep"),
         )
-    if config.find_max_batch and not config.memory_limit_gb:
+    if config.find_max_batch and not config.settings.memory_limit_gb:
         _log("note: --find-max-batch without --memory-limit runs until the device itself runs out of memory")
     return _run_sweep(config, resume=args.resume is not None)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from l40sbench.core.validate import require_at_least, require_one_of
-from l40sbench.settings import PRECISIONS
-from l40sbench.synthetic.job import MODES, OPTIMIZERS, Job
+from l40sbench.core.validate import require_at_least
+from l40sbench.synthetic.job import Job, StepSettings
 
 # The study's per-GPU batch sizes (its "Taille de lot" rows) and GPU counts.
 STUDY_BATCH_SIZES = (32, 64, 128, 256, 512)
@@ -25,13 +25,7 @@ class SweepConfig:
     models: tuple[str, ...]
     batch_sizes: tuple[int, ...] = STUDY_BATCH_SIZES
     devices: tuple[int, ...] = DEFAULT_DEVICES
-    mode: str = "train"
-    precision: str = "fp32"
-    xla: bool = False
-    optimizer: str = "sgd"
-    warmup_steps: int = 10
-    steps: int = 100
-    memory_limit_gb: float | None = None
+    settings: StepSettings = StepSettings()
     timeout_s: float | None = None
     find_max_batch: bool = False
     worker_hosts: tuple[str, ...] = ()
@@ -49,15 +43,9 @@ class SweepConfig:
             for value in getattr(self, field_name):
                 if value < 1:
                     raise ValueError(f"{field_name} must all be >= 1. Received: {field_name}={value}")
-        require_at_least(self, ("steps",), 1)
-        require_at_least(self, ("warmup_steps", "task_index"), 0)
-        require_one_of(self, "mode", MODES)
-        require_one_of(self, "precision", PRECISIONS)
-        require_one_of(self, "optimizer", OPTIMIZERS)
-        for field_name in ("memory_limit_gb", "timeout_s"):
-            value = getattr(self, field_name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{field_name} must be > 0. Received: {field_name}={value}")
+        require_at_least(self, ("task_index",), 0)
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0. Received: timeout_s={self.timeout_s}")
         for host in self.worker_hosts:
             name, _, port = host.rpartition(":")
             if not name or not port.isdigit():
@@ -71,11 +59,8 @@ class SweepConfig:
         return self.task_index == 0
 
     def job(self, model: str, batch: int, devices: int, **overrides) -> Job:
-        values = dict(model=model, per_device_batch=batch, devices=devices, mode=self.mode,
-                      precision=self.precision, xla=self.xla, optimizer=self.optimizer,
-                      warmup_steps=self.warmup_steps, steps=self.steps, memory_limit_gb=self.memory_limit_gb)
-        values.update(overrides)
-        return Job(**values)
+        """One configuration; overrides replace step settings (a --find-max-batch probe takes fewer steps)."""
+        return Job(model, batch, devices, dataclasses.replace(self.settings, **overrides))
 
     def plan(self) -> list[Job]:
         """Every configuration, device count by device count as the study's tables go."""
@@ -83,11 +68,11 @@ class SweepConfig:
 
     def to_dict(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-                for k, v in asdict(self).items()}
+                for k, v in asdict(self).items()}  # asdict makes settings a dict
 
     @classmethod
     def from_dict(cls, values: dict) -> "SweepConfig":
-        values = dict(values)
+        values = {**values, "settings": StepSettings(**values.get("settings", {}))}
         for name in ("models", "batch_sizes", "devices", "worker_hosts"):
             values[name] = tuple(values.get(name) or ())
         if values.get("output_dir") is not None:

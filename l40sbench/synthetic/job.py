@@ -18,12 +18,13 @@ TRAIN_FLOPS_PER_FORWARD = 3
 
 
 @dataclass(frozen=True)
-class Job:
-    """What one child process measures."""
+class StepSettings:
+    """How every configuration of a sweep steps: the same for all its models, batches and device counts.
 
-    model: str
-    per_device_batch: int
-    devices: int
+    Raises:
+      ValueError: a value out of range, naming it ("Received: steps=0").
+    """
+
     mode: str = "train"
     precision: str = "fp32"
     xla: bool = False
@@ -31,6 +32,28 @@ class Job:
     warmup_steps: int = 10
     steps: int = 100
     memory_limit_gb: float | None = None
+
+    def __post_init__(self):
+        from l40sbench.core.validate import require_at_least, require_one_of
+        from l40sbench.settings import PRECISIONS
+
+        require_at_least(self, ("steps",), 1)
+        require_at_least(self, ("warmup_steps",), 0)
+        require_one_of(self, "mode", MODES)
+        require_one_of(self, "precision", PRECISIONS)
+        require_one_of(self, "optimizer", OPTIMIZERS)
+        if self.memory_limit_gb is not None and not self.memory_limit_gb > 0:
+            raise ValueError(f"memory_limit_gb must be > 0. Received: memory_limit_gb={self.memory_limit_gb}")
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one child process measures."""
+
+    model: str
+    per_device_batch: int
+    devices: int
+    settings: StepSettings = StepSettings()
     gflops_per_image: float | None = None  # forward; counted by the child when None
 
     @property
@@ -40,6 +63,10 @@ class Job:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Job":
+        return cls(**{**values, "settings": StepSettings(**values.get("settings", {}))})
 
 
 @dataclass(frozen=True)
@@ -98,12 +125,13 @@ class Row:
 def failed_row(job: Job, status: str, error: str, *, device_kind: str, workers: int = 1,
                seconds: float | None = None) -> Row:
     """The row of a configuration that did not finish (oom, error, timeout)."""
+    settings = job.settings
     return Row(
-        model=job.model, mode=job.mode, precision=job.precision, xla=job.xla, optimizer=job.optimizer,
-        devices=job.devices * workers, workers=workers, device_kind=device_kind,
+        model=job.model, mode=settings.mode, precision=settings.precision, xla=settings.xla,
+        optimizer=settings.optimizer, devices=job.devices * workers, workers=workers, device_kind=device_kind,
         per_device_batch=job.per_device_batch, total_batch=job.per_device_batch * job.devices * workers,
-        status=status, warmup_steps=job.warmup_steps, steps=job.steps, gflops_per_image=job.gflops_per_image,
-        seconds=seconds, error=error,
+        status=status, warmup_steps=settings.warmup_steps, steps=settings.steps,
+        gflops_per_image=job.gflops_per_image, seconds=seconds, error=error,
     )
 
 

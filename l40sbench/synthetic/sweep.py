@@ -98,13 +98,13 @@ def run_job(job: Job, config: SweepConfig, gpu: bool) -> Row:
     """Runs one configuration in a child and turns however it ended into a row."""
     command = [sys.executable, "-m", "l40sbench.synthetic.worker", json.dumps(job.to_dict())]
     # On a GPU the cap is the child's logical-device memory limit; on the CPU the child's resident set.
-    cap_mb = None if gpu or not job.memory_limit_gb else job.memory_limit_gb * 1024
+    cap_mb = None if gpu or not job.settings.memory_limit_gb else job.settings.memory_limit_gb * 1024
     outcome = child.run(command, timeout_s=config.timeout_s, memory_limit_mb=cap_mb, env=child_env(config))
     kind = "GPU" if gpu else "CPU"
     workers = max(len(config.worker_hosts), 1)
     extra = {"memory_cap": outcome.enforcement, "child_peak_rss_mb": round(outcome.peak_rss_mb, 1)}
     if outcome.over_memory:
-        row = failed_row(job, "oom", f"resident memory passed the {job.memory_limit_gb:g} GB cap "
+        row = failed_row(job, "oom", f"resident memory passed the {job.settings.memory_limit_gb:g} GB cap "
                                      f"(--memory-limit, enforced by {outcome.enforcement})",
                          device_kind=kind, workers=workers, seconds=outcome.seconds)
     elif outcome.timed_out:
@@ -254,7 +254,7 @@ def find_max_batches(config: SweepConfig, gpu: bool, log: Log) -> tuple[dict, ..
             except RuntimeError as exc:
                 largest, error = None, str(exc)
             found.append({"model": model, "devices": devices, "max_per_device_batch": largest,
-                          "memory_limit_gb": config.memory_limit_gb, "error": error,
+                          "memory_limit_gb": config.settings.memory_limit_gb, "error": error,
                           "probes": {str(b): s for b, s in sorted(probes.items())}})
             log(f"max batch {model} x {devices}: {largest if largest else error or 'none fits'}")
     return tuple(found)

@@ -103,8 +103,8 @@ def options_table(config: dict) -> tuple[list[str], list[list[str]]]:
     batches = sorted(config["batch_sizes"])
     return (["Options"] + [MODELS.get(m).label for m in models],
             [["Batch size per device"] + [str(device_batch(m, batches)) for m in models],
-             ["Optimizer"] + [config["optimizer"]] * len(models),
-             ["Mode / precision"] + [f"{config['mode']} / {config['precision']}"] * len(models)])
+             ["Optimizer"] + [config["settings"]["optimizer"]] * len(models),
+             ["Mode / precision"] + [f"{config['settings']['mode']} / {config['settings']['precision']}"] * len(models)])
 
 
 def max_batch_table(found: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
@@ -116,7 +116,7 @@ def max_batch_table(found: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
 def markdown(result: dict, environment: str) -> str:
     """tables.md: the environment block, the options, the study's two shapes, then every row."""
     rows = list(result["rows"])
-    parts = [f"# Synthetic {result['config']['mode']} throughput (images/s)", "", "```", environment, "```", "",
+    parts = [f"# Synthetic {result['config']['settings']['mode']} throughput (images/s)", "", "```", environment, "```", "",
              markdown_table(*options_table(result["config"])), ""]
     if rows:
         parts += ["## Images/s by device count", "", markdown_table(*device_table(rows)), ""]

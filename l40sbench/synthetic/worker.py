@@ -91,13 +91,13 @@ def build_step(strategy, model, job: Job, global_batch: int):
         return images, labels
 
     images, labels = strategy.experimental_distribute_values_from_function(make_batch)
-    if job.mode == "inference":
+    if job.settings.mode == "inference":
         def replica_step(x, y):
             del y
             return tf.reduce_sum(tf.cast(model(x, training=False), tf.float32))
     else:
-        optimizer = _optimizer(job.optimizer, job.precision)
-        scaled = hasattr(optimizer, "scale_loss") and job.precision == "mixed_float16"
+        optimizer = _optimizer(job.settings.optimizer, job.settings.precision)
+        scaled = hasattr(optimizer, "scale_loss") and job.settings.precision == "mixed_float16"
 
         def gradients(x, y):
             with tf.GradientTape() as tape:
@@ -107,7 +107,7 @@ def build_step(strategy, model, job: Job, global_batch: int):
                 target = optimizer.scale_loss(loss) if scaled else loss
             return loss, tape.gradient(target, model.trainable_variables)
 
-        if job.xla:
+        if job.settings.xla:
             gradients = tf.function(gradients, jit_compile=True)
 
         def replica_step(x, y):
@@ -120,7 +120,7 @@ def build_step(strategy, model, job: Job, global_batch: int):
         per_replica = strategy.run(replica_step, args=(images, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    if job.mode == "inference" and job.xla:
+    if job.settings.mode == "inference" and job.settings.xla:
         step = tf.function(step, jit_compile=True)
     return step
 
@@ -142,7 +142,7 @@ def measure(job: Job) -> Row:
     import tensorflow as tf
 
     # Devices are configured before any strategy starts TensorFlow's runtime.
-    kind = configure_devices(job.devices, job.memory_limit_gb, multi_worker)
+    kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
     from l40sbench.core.stats import step_throughput
     from l40sbench.core.timing import time_calls
@@ -152,7 +152,7 @@ def measure(job: Job) -> Row:
 
     spec = MODELS.get(job.model)
     keras.mixed_precision.set_global_policy(
-        {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}[job.precision])
+        {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}[job.settings.precision])
     if multi_worker:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
@@ -166,14 +166,14 @@ def measure(job: Job) -> Row:
         step = build_step(strategy, model, job, job.per_device_batch * replicas)
     sync = device_sync()
     started = time.perf_counter()
-    time_calls(lambda _: step(), range(job.warmup_steps), sync=sync)
-    stats = step_throughput(time_calls(lambda _: step(), range(job.steps), sync=sync),
+    time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
+    stats = step_throughput(time_calls(lambda _: step(), range(job.settings.steps), sync=sync),
                             job.per_device_batch * replicas)
-    achieved = stats.images_per_second * flops_per_image(gflops, job.mode) / 1e3  # TFLOP/s
+    achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
     return Row(
-        model=job.model, mode=job.mode, precision=job.precision, xla=job.xla, optimizer=job.optimizer,
+        model=job.model, mode=job.settings.mode, precision=job.settings.precision, xla=job.settings.xla, optimizer=job.settings.optimizer,
         devices=replicas, workers=workers, device_kind=kind, per_device_batch=job.per_device_batch,
-        total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.warmup_steps,
+        total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.settings.warmup_steps,
         steps=stats.steps, images_per_second=stats.images_per_second,
         images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
         step_jitter_percent=stats.step_jitter_percent, gflops_per_image=gflops, achieved_tflops=achieved,
@@ -223,7 +223,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--calibrate"]:
         result = calibrate_main()
     else:
-        result = job_main(Job(**json.loads(argv[0]))).to_dict()
+        result = job_main(Job.from_dict(json.loads(argv[0]))).to_dict()
     sys.stdout.write(ROW_MARKER + json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0
