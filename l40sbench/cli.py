@@ -383,7 +383,7 @@ def _run_sweep(config, resume: bool) -> int:
         return 0
     print()
     print(tables.markdown(result, environment_block(result["env"])))
-    print(f"results: {written['path']}, tables.md, rows.jsonl and the tables as CSV")
+    print(f"results: {written['path']}, tables.md" + ("" if config.find_max_batch else ", rows.jsonl and the tables as CSV"))
     return 0
 
 

@@ -88,6 +88,14 @@ def test_a_killed_sweep_resumes_with_only_what_is_missing(tmp_path):
     assert json.loads((out / "result.json").read_text())["complete"] is True
 
 
+def test_a_new_sweep_will_not_write_over_a_sweeps_rows(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"model": "lenet"}\n')
+    result = run_cli("synthetic", "--models", "lenet", "--output-dir", tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{tmp_path} already holds a sweep (rows.jsonl); finish it with --resume {tmp_path}" in result.stderr
+    assert (tmp_path / "rows.jsonl").read_text() == '{"model": "lenet"}\n'
+
+
 def test_ctrl_c_keeps_finished_configurations(tmp_path):
     out = tmp_path / "sweep"
     # A background shell job ignores SIGINT across exec: give the child Ctrl-C back, as a terminal would.

@@ -173,6 +173,9 @@ def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot resume from {config.output_dir}: no readable {SWEEP_FILE} ({exc})") from None
+    if (config.output_dir / ROWS_FILE).exists():  # never mix two sweeps' rows, never drop measured ones
+        raise UserError(f"{config.output_dir} already holds a sweep ({ROWS_FILE}); finish it with "
+                        f"--resume {config.output_dir}, or choose another --output-dir")
     state = {"config": config.to_dict(), **calibrate(config, log)}
     if config.is_chief:
         write_atomic(path, to_json(state))
@@ -189,7 +192,8 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
         raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
     rows = load_rows(config.output_dir) if resume else []
     done = {row.key for row in rows}
-    jobs = [job for job in config.plan() if job.key not in done]
+    # --find-max-batch searches instead of timing the plan.
+    jobs = [] if config.find_max_batch else [job for job in config.plan() if job.key not in done]
     if resume:
         log(f"resuming {config.output_dir}: {len(done)} configuration(s) done, {len(jobs)} to run")
     gflops = {row.model: row.gflops_per_image for row in rows if row.gflops_per_image}

@@ -1,0 +1,56 @@
+"""The synthetic sweep's hot path: one training step as the child worker compiles it.
+
+googlenet at its 224 px and batch 8: about half a second a step on two cores,
+mostly convolution. The sweep's step (MirroredStrategy over one device,
+synthetic tensors made on the device, tf.function) is divided by the same
+registry model's plain Keras `train_on_batch` on the same tensors, timed in
+the same rounds: the sweep must not report a slower step than Keras would
+take (docs/PERFORMANCE.md section 11 sets it against `model.fit`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from l40sbench.synthetic.job import Job, StepSettings
+from l40sbench.synthetic.models import MODELS
+from tests.benchmarks.conftest import RATIO_BOUND, References, record_gate, run_pedantic
+
+MODEL = "googlenet"
+BATCH = 8
+
+
+@pytest.fixture(scope="module")
+def sweep_step():
+    import tensorflow as tf
+
+    from l40sbench.synthetic.worker import build_step
+
+    strategy = tf.distribute.MirroredStrategy(devices=["/cpu:0"])
+    with strategy.scope():
+        model = MODELS.get(MODEL).build()
+        step = build_step(strategy, model, Job(MODEL, BATCH, 1, StepSettings()), BATCH)
+    return step
+
+
+@pytest.fixture(scope="module")
+def plain_train_on_batch():
+    import keras
+    import tensorflow as tf
+
+    spec = MODELS.get(MODEL)
+    model = spec.build()
+    model.compile(optimizer=keras.optimizers.SGD(0.005), loss="sparse_categorical_crossentropy")
+    x = tf.random.uniform([BATCH, spec.size, spec.size, 3])
+    y = tf.random.uniform([BATCH], maxval=1000, dtype=tf.int32)
+    return lambda: model.train_on_batch(x, y)
+
+
+def test_synthetic_training_step_against_plain_keras(benchmark, sweep_step, plain_train_on_batch):
+    references = References(warmup_rounds=2, plain=plain_train_on_batch)
+    seconds = run_pedantic(benchmark, lambda: sweep_step().numpy(), references, rounds=10)
+    if seconds is not None:
+        record_gate(benchmark, "synthetic_step_over_plain_keras", seconds / references.median("plain"),
+                    maximum=RATIO_BOUND,
+                    what=f"the sweep's training step ({MODEL}, batch {BATCH}, MirroredStrategy over 1 device) "
+                         "/ the plain Keras train_on_batch")
