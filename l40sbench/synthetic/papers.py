@@ -28,18 +28,31 @@ def _conv(x, filters, kh, kw=None, strides=1, padding="same", batch_norm=False):
     return layers.Activation("relu")(x)
 
 
-def _classifier_head(x, hidden: tuple[int, ...]):
+def _plain_network(name: str, size: int, steps, hidden: tuple[int, ...], dropout: bool = True):
+    """A network without branches, from a tf_cnn_benchmarks-style layer list.
+
+    steps: ("conv", filters, kernel[, stride, padding]) or ("pool", size, stride),
+    then flatten, the hidden dense layers (ReLU, each followed by dropout 0.5 when
+    `dropout`) and the softmax classifier.
+    """
+    import keras
+
     layers = _layers()
+    inputs = layers.Input((size, size, 3))
+    x = inputs
+    for kind, *args in steps:
+        if kind == "conv":
+            filters, kernel, *rest = args
+            strides, padding = rest if rest else (1, "same")
+            x = _conv(x, filters, kernel, strides=strides, padding=padding)
+        else:
+            x = layers.MaxPooling2D(*args)(x)
     x = layers.Flatten()(x)
     for units in hidden:
         x = layers.Dense(units, activation="relu")(x)
-        x = layers.Dropout(0.5)(x)
-    return layers.Dense(CLASSES, activation="softmax", name="predictions")(x)
-
-
-def _model(inputs, outputs, name: str):
-    import keras
-
+        if dropout:
+            x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(CLASSES, activation="softmax", name="predictions")(x)
     return keras.Model(inputs, outputs, name=name)
 
 
@@ -49,17 +62,9 @@ def alexnet(size: int = 227):
     Input 227 (tf_cnn_benchmarks: 224 + 3, so the VALID 11x11/4 convolution gives 55).
     The paper states "60 million parameters"; this one-tower variant has 61,838,248.
     """
-    layers = _layers()
-    inputs = layers.Input((size, size, 3))
-    x = _conv(inputs, 64, 11, strides=4, padding="valid")
-    x = layers.MaxPooling2D(3, 2)(x)
-    x = _conv(x, 192, 5)
-    x = layers.MaxPooling2D(3, 2)(x)
-    x = _conv(x, 384, 3)
-    x = _conv(x, 384, 3)
-    x = _conv(x, 256, 3)
-    x = layers.MaxPooling2D(3, 2)(x)
-    return _model(inputs, _classifier_head(x, (4096, 4096)), "alexnet")
+    steps = [("conv", 64, 11, 4, "valid"), ("pool", 3, 2), ("conv", 192, 5), ("pool", 3, 2),
+             ("conv", 384, 3), ("conv", 384, 3), ("conv", 256, 3), ("pool", 3, 2)]
+    return _plain_network("alexnet", size, steps, (4096, 4096))
 
 
 def vgg11(size: int = 224):
@@ -68,33 +73,21 @@ def vgg11(size: int = 224):
     Table 2 of the paper gives 133 million parameters; torchvision's vgg11 (the same
     layers) is published as 132,863,336.
     """
-    layers = _layers()
-    inputs = layers.Input((size, size, 3))
-    x = inputs
+    steps = []
     for filters, convs in ((64, 1), (128, 1), (256, 2), (512, 2), (512, 2)):
-        for _ in range(convs):
-            x = _conv(x, filters, 3)
-        x = layers.MaxPooling2D(2, 2)(x)
-    return _model(inputs, _classifier_head(x, (4096, 4096)), "vgg11")
+        steps += [("conv", filters, 3)] * convs + [("pool", 2, 2)]
+    return _plain_network("vgg11", size, steps, (4096, 4096))
 
 
 def lenet(size: int = 28):
     """"lenet5" of tf_cnn_benchmarks (lenet_model.py): TensorFlow's MNIST tutorial network.
 
     Not LeCun's 60,000-parameter LeNet-5: conv 32 5x5, pool, conv 64 5x5, pool, dense
-    512, on 28x28 images with 3 channels (synthetic ImageNet-shaped data), 1000 classes:
-    2,172,840 parameters from that layer list.
+    512 (no dropout), on 28x28 images with 3 channels (synthetic ImageNet-shaped data),
+    1000 classes: 2,172,840 parameters from that layer list.
     """
-    layers = _layers()
-    inputs = layers.Input((size, size, 3))
-    x = _conv(inputs, 32, 5)
-    x = layers.MaxPooling2D(2, 2)(x)
-    x = _conv(x, 64, 5)
-    x = layers.MaxPooling2D(2, 2)(x)
-    x = layers.Flatten()(x)
-    x = layers.Dense(512, activation="relu")(x)
-    outputs = layers.Dense(CLASSES, activation="softmax", name="predictions")(x)
-    return _model(inputs, outputs, "lenet")
+    steps = [("conv", 32, 5), ("pool", 2, 2), ("conv", 64, 5), ("pool", 2, 2)]
+    return _plain_network("lenet", size, steps, (512,), dropout=False)
 
 
 def overfeat(size: int = 231):
@@ -103,17 +96,9 @@ def overfeat(size: int = 231):
     Input 231; 96 11x11/4 VALID, pool 2, 256 5x5 VALID, pool 2, 512, 1024, 1024 3x3,
     pool 2, dense 3072, 4096: 145,920,872 parameters from that layer list.
     """
-    layers = _layers()
-    inputs = layers.Input((size, size, 3))
-    x = _conv(inputs, 96, 11, strides=4, padding="valid")
-    x = layers.MaxPooling2D(2, 2)(x)
-    x = _conv(x, 256, 5, padding="valid")
-    x = layers.MaxPooling2D(2, 2)(x)
-    x = _conv(x, 512, 3)
-    x = _conv(x, 1024, 3)
-    x = _conv(x, 1024, 3)
-    x = layers.MaxPooling2D(2, 2)(x)
-    return _model(inputs, _classifier_head(x, (3072, 4096)), "overfeat")
+    steps = [("conv", 96, 11, 4, "valid"), ("pool", 2, 2), ("conv", 256, 5, 1, "valid"), ("pool", 2, 2),
+             ("conv", 512, 3), ("conv", 1024, 3), ("conv", 1024, 3), ("pool", 2, 2)]
+    return _plain_network("overfeat", size, steps, (3072, 4096))
 
 
 def _inception(x, branches, batch_norm=False):
@@ -170,7 +155,9 @@ def googlenet(size: int = 224):
     x = block(x, 384, 192, 384, 48, 128, 128)
     x = layers.GlobalAveragePooling2D()(x)
     outputs = layers.Dense(CLASSES, activation="softmax", name="predictions")(x)
-    return _model(inputs, outputs, "googlenet")
+    import keras
+
+    return keras.Model(inputs, outputs, name="googlenet")
 
 
 def inceptionv4(size: int = 299):
@@ -229,7 +216,9 @@ def inceptionv4(size: int = 299):
     x = layers.GlobalAveragePooling2D()(x)
     x = layers.Dropout(0.2)(x)  # tf_cnn_benchmarks: dropout(0.8) as keep probability
     outputs = layers.Dense(CLASSES, activation="softmax", name="predictions")(x)
-    return _model(inputs, outputs, "inceptionv4")
+    import keras
+
+    return keras.Model(inputs, outputs, name="inceptionv4")
 
 
 def _inception_c(x):
