@@ -92,9 +92,15 @@ def build_step(strategy, model, job: Job, global_batch: int):
 
     images, labels = strategy.experimental_distribute_values_from_function(make_batch)
     if job.settings.mode == "inference":
+        def forward(x):
+            return tf.reduce_sum(tf.cast(model(x, training=False), tf.float32))
+
+        if job.settings.xla:
+            forward = tf.function(forward, jit_compile=True)
+
         def replica_step(x, y):
             del y
-            return tf.reduce_sum(tf.cast(model(x, training=False), tf.float32))
+            return forward(x)
     else:
         optimizer = _optimizer(job.settings.optimizer, job.settings.precision)
         scaled = hasattr(optimizer, "scale_loss") and job.settings.precision == "mixed_float16"
@@ -107,7 +113,7 @@ def build_step(strategy, model, job: Job, global_batch: int):
                 target = optimizer.scale_loss(loss) if scaled else loss
             return loss, tape.gradient(target, model.trainable_variables)
 
-        if job.settings.xla:
+        if job.settings.xla:  # XLA compiles each replica's computation; the cross-replica update stays outside
             gradients = tf.function(gradients, jit_compile=True)
 
         def replica_step(x, y):
@@ -120,8 +126,6 @@ def build_step(strategy, model, job: Job, global_batch: int):
         per_replica = strategy.run(replica_step, args=(images, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    if job.settings.mode == "inference" and job.settings.xla:
-        step = tf.function(step, jit_compile=True)
     return step
 
 
