@@ -355,8 +355,6 @@ def _cmd_synthetic(args) -> int:
             timeout_s=args.timeout, find_max_batch=args.find_max_batch, worker_hosts=hosts, task_index=index,
             output_dir=args.output_dir or Path("results") / _run_id("synthetic", "sweep"),
         )
-    if config.find_max_batch and not config.settings.memory_limit_gb:
-        _log("note: --find-max-batch without --memory-limit runs until the device itself runs out of memory")
     return _run_sweep(config, resume=args.resume is not None)
 
 

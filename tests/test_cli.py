@@ -69,6 +69,8 @@ def assert_one_line_exit_2(result, fragment):
         (["synthetic", "--task-index", "1"], "--task-index needs --worker-hosts"),
         (["synthetic", "--resume", "/no/such/sweep"], "cannot resume /no/such/sweep: no readable sweep.json"),
         (["synthetic", "--output-dir", "/proc/l40sbench/out"], "cannot write results to /proc/l40sbench/out"),
+        (["synthetic", "--models", "lenet", "--find-max-batch", "--output-dir", "/tmp/l40sbench-test-find-max-batch"],
+         "--find-max-batch needs --memory-limit"),
     ],
 )
 def test_bad_flags(args, fragment):

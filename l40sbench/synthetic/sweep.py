@@ -165,6 +165,17 @@ def _gpu(state: dict) -> bool:
     return any(d.get("type") == "GPU" for d in state["env"].get("devices", []))
 
 
+def check_against_machine(config: SweepConfig, state: dict) -> None:
+    """What only the calibrated machine can tell: enough GPUs, and a cap for --find-max-batch on the CPU."""
+    gpu = _gpu(state)
+    available = sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
+    if gpu and max(config.devices) > available:
+        raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
+    if config.find_max_batch and not gpu and not config.settings.memory_limit_gb:
+        raise UserError("--find-max-batch needs --memory-limit on a machine without a GPU "
+                        "(else it doubles the batch until the whole machine runs out of memory)")
+
+
 def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
     """sweep.json's state: written anew at the start, read back on --resume."""
     path = config.output_dir / SWEEP_FILE
@@ -177,6 +188,7 @@ def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
         raise UserError(f"{config.output_dir} already holds a sweep ({ROWS_FILE}); finish it with "
                         f"--resume {config.output_dir}, or choose another --output-dir")
     state = {"config": config.to_dict(), **calibrate(config, log)}
+    check_against_machine(config, state)
     if config.is_chief:
         write_atomic(path, to_json(state))
     return state
@@ -187,9 +199,6 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
     """Runs every configuration rows.jsonl lacks; on_result gets the record whenever it is written."""
     state = prepare(config, log, resume)
     gpu = _gpu(state)
-    available = sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
-    if gpu and max(config.devices) > available:
-        raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
     rows = load_rows(config.output_dir) if resume else []
     done = {row.key for row in rows}
     # --find-max-batch searches instead of timing the plan.
