@@ -174,6 +174,33 @@ def _add_synthetic(subparsers) -> None:
     p.set_defaults(func=_cmd_synthetic)
 
 
+def _add_cost(subparsers) -> None:
+    from l40sbench.cost import CURRENCY_SIGNS, UNIT_SECONDS
+
+    p = subparsers.add_parser(
+        "cost",
+        help="time and money to process N images on an offer (the LeaderGPU study's cost table)",
+        description=(
+            "Time for N images = N / (images/s); cost = the billed time x the price. The billed time is "
+            "rounded up to --billing and at least --minimum is charged; each row says which rule priced it. "
+            "--reference leadergpu-2017 reprices the study's nine rows from its own throughputs and prices."
+        ),
+    )
+    p.add_argument("--reference", choices=("leadergpu-2017",), help="reprice a study's cost table")
+    p.add_argument("--images", type=int, default=500_000, help="images to process (default: 500000, the study's)")
+    p.add_argument("--throughput", type=float, metavar="IMAGES_PER_S", help="measured images/s")
+    p.add_argument("--price", type=float, help="price per --per")
+    p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute", help="the price's time unit (default: minute)")
+    p.add_argument("--currency", choices=tuple(CURRENCY_SIGNS), default="EUR", help="default: EUR")
+    p.add_argument("--billing", choices=tuple(UNIT_SECONDS), default="second",
+                   help="granularity the billed time is rounded up to (default: second)")
+    p.add_argument("--minimum", type=float, default=0.0, help="minimum charge per run (default: 0)")
+    p.add_argument("--model", default="-", help="model name for the table")
+    p.add_argument("--offer", default="offer", help="offer name for the table")
+    p.add_argument("--devices", type=int, default=1, help="devices the price buys (for the table; default: 1)")
+    p.set_defaults(func=_cmd_cost)
+
+
 def _add_datasets(subparsers) -> None:
     p = subparsers.add_parser("datasets", help="inspect data sets", description="Inspect data sets.")
     sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -209,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_classify(subparsers)
     _add_detect(subparsers)
     _add_synthetic(subparsers)
+    _add_cost(subparsers)
     _add_datasets(subparsers)
     return parser
 
@@ -382,6 +410,45 @@ def _run_sweep(config, resume: bool) -> int:
     print()
     print(tables.markdown(result, environment_block(result["env"])))
     print(f"results: {written['path']}, tables.md" + ("" if config.find_max_batch else ", rows.jsonl and the tables as CSV"))
+    return 0
+
+
+def _cmd_cost(args) -> int:
+    from l40sbench import cost
+    from l40sbench.report.tables import format_table
+
+    if args.reference:
+        if args.throughput is not None or args.price is not None:
+            raise UserError("--reference reprices the study's own rows; drop --throughput and --price")
+        checked = cost.reference_rows()
+        rows = [row for row, _, _ in checked]
+    else:
+        if args.throughput is None or args.price is None:
+            raise UserError("give --throughput and --price (or --reference leadergpu-2017)")
+        try:
+            offer = cost.Offer(args.offer, args.devices, args.price, args.per, args.currency, args.billing, args.minimum)
+            rows = [cost.price(args.model, args.images, args.throughput, offer)]
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        checked = []
+    body = []
+    for index, row in enumerate(rows):
+        cells = [row.model, f"{row.offer.devices}x", row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
+                 f"{cost.CURRENCY_SIGNS[row.offer.currency]}{row.offer.price:g}/{row.offer.per}", cost.money(row.cost, row.offer.currency),
+                 row.rule]
+        if checked:
+            _, study_time, study_cost = checked[index]
+            cells += [study_time, f"€{study_cost:.2f}"]
+        body.append(cells)
+    headers = ["model", "devices", "offer", "images", "time", "price", "total cost", "priced by"]
+    print(format_table(headers + (["study's time", "study's cost"] if checked else []), body))
+    comparisons = cost.compare(rows)
+    if comparisons:
+        print()
+        for c in comparisons:
+            if c.times_as_fast >= 1:
+                print(f"{c.model}: {c.offer} is {c.times_as_fast:.2f}x as fast as {c.other} "
+                      f"and {abs(c.percent_cheaper):.1f} % {'cheaper' if c.percent_cheaper >= 0 else 'dearer'}")
     return 0
 
 

@@ -23,6 +23,16 @@ def run_cli(*args, timeout=600, **kwargs):
     )
 
 
+def assert_one_line_exit_2(result, fragment):
+    """A user's mistake: exit 2, no traceback, one error line, last, naming the problem."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == errors[0]
+    assert fragment in errors[0], errors[0]
+
+
 def assert_csv_matches_json(out_dir):
     """result.csv's value row says what result.json says, field by field."""
     import csv

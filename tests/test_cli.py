@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import assert_one_line_exit_2, run_cli
 
 
 def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload=None):
@@ -18,15 +18,6 @@ def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload
             (root / split / name / "a.png").write_bytes(payload or image)
             (root / split / name / "b.png").write_bytes(image)
     return root
-
-
-def assert_one_line_exit_2(result, fragment):
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == errors[0]
-    assert fragment in errors[0], errors[0]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +107,7 @@ def test_datasets_stats_prints_the_article_table_for_the_standin():
 
 @pytest.mark.parametrize(
     "argv", [["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"],
-             ["synthetic", "--help"]]
+             ["synthetic", "--help"], ["cost", "--help"]]
 )
 def test_help_explains_every_flag_without_importing_tensorflow(argv):
     code = (

@@ -1,0 +1,92 @@
+"""Cost per N images: the study's nine rows, billing rules, and bad input."""
+
+import subprocess
+import sys
+
+import pytest
+
+from l40sbench import cost
+from tests.conftest import assert_one_line_exit_2, run_cli
+
+
+def _seconds(printed: str) -> int:
+    minutes, seconds = printed.replace("s", "").split("m ")
+    return 60 * int(minutes) + int(seconds)
+
+
+def test_the_studys_nine_rows_reprice_within_a_second_and_a_cent():
+    rows = cost.reference_rows()
+    assert len(rows) == 9
+    for row, study_time, study_cost in rows:
+        assert abs(row.seconds - _seconds(study_time)) <= 1, (row.model, row.offer.name)
+        assert abs(row.cost - study_cost) <= 0.01 + 1e-9, (row.model, row.offer.name, row.cost)
+    # The study's worked example: Inception V3 on 8x GTX 1080, 500,000 images at 685.59 images/s.
+    (leader,) = [r for r, _, _ in rows if r.model == "Inception V3" and "LeaderGPU" in r.offer.name]
+    assert (cost.duration(leader.seconds), cost.money(leader.cost, "EUR")) == ("12m 09s", "€1.34")
+
+
+def test_billing_rounds_the_time_up_to_its_granularity():
+    offer = dict(name="o", devices=1, price=0.6, per="minute")
+    # 61 s of work: 61 s billed per second, 2 minutes per minute, 1 hour per hour.
+    assert cost.price("m", 61, 1.0, cost.Offer(**offer, billing="second")).cost == pytest.approx(0.61)
+    assert cost.price("m", 61, 1.0, cost.Offer(**offer, billing="minute")).cost == pytest.approx(1.2)
+    assert cost.price("m", 61, 1.0, cost.Offer(**offer, billing="hour")).cost == pytest.approx(36.0)
+    # Exactly on a boundary is not rounded up further; a fraction of a second is.
+    assert cost.price("m", 120, 1.0, cost.Offer(**offer, billing="minute")).billed_seconds == 120
+    assert cost.price("m", 121, 1.2, cost.Offer(**offer, billing="second")).billed_seconds == 101
+
+
+def test_a_minimum_charge_applies_only_below_it_and_says_so():
+    cheap = cost.price("m", 10, 1.0, cost.Offer("o", 1, 0.6, "minute", minimum=0.5))
+    assert cheap.cost == 0.5 and "minimum charge €0.50" in cheap.rule
+    dear = cost.price("m", 100, 1.0, cost.Offer("o", 1, 0.6, "minute", minimum=0.5))
+    assert dear.cost == pytest.approx(1.0) and "billed per second" in dear.rule
+
+
+def test_money_rounds_half_up_and_durations_print_the_studys_way():
+    assert cost.money(1.335, "EUR") == "€1.34" and cost.money(1.3349, "USD") == "$1.33"
+    assert cost.duration(2202.64) == "36m 43s" and cost.duration(3725) == "1h 02m 05s"
+
+
+def test_comparisons_say_how_much_faster_and_cheaper():
+    # 100 s at 1.0/minute against 40 s at 1.5/minute: 2.5x as fast, 1.00 against 1.667, 40 % cheaper.
+    rows = [cost.price("m", 1000, 10.0, cost.Offer("slow", 1, 1.0)), cost.price("m", 1000, 25.0, cost.Offer("fast", 1, 1.5))]
+    (fast_vs_slow,) = [c for c in cost.compare(rows) if c.offer == "fast"]
+    assert fast_vs_slow.times_as_fast == pytest.approx(2.5)
+    assert fast_vs_slow.percent_cheaper == pytest.approx(40.0)
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_prices_are_refused(value):
+    with pytest.raises(ValueError, match="price must be a positive number"):
+        cost.Offer("o", 1, value)
+
+
+def test_cost_imports_no_framework():
+    code = "import sys, l40sbench.cost; print(sorted(m for m in ('tensorflow', 'keras', 'numpy') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_the_reference_table_prints_every_row_beside_the_studys():
+    result = run_cli("cost", "--reference", "leadergpu-2017")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("500,000") == 9
+    (leader,) = [line for line in result.stdout.splitlines() if "Inception V3 |" in line and "LeaderGPU" in line]
+    assert [cell.strip() for cell in leader.split("|")][4:7] == ["12m 09s", "€0.11/minute", "€1.34"]
+    assert "8x GTX 1080 LeaderGPU is 3.02x as fast as 8x K80 Google cloud and 55.8 % cheaper" in result.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--throughput", "10", "--price", "0"], "Received: price=0.0"),
+    (["--throughput", "10", "--price", "-2"], "Received: price=-2.0"),
+    (["--throughput", "10", "--price", "nan"], "Received: price=nan"),
+    (["--throughput", "10", "--price", "ten"], "invalid float value: 'ten'"),
+    (["--throughput", "0", "--price", "1"], "throughput must be a positive number"),
+    (["--throughput", "10", "--price", "1", "--per", "week"], "invalid choice: 'week'"),
+    (["--throughput", "10", "--price", "1", "--currency", "XYZ"], "invalid choice: 'XYZ'"),
+    (["--throughput", "10", "--price", "1", "--minimum", "-1"], "Received: minimum=-1.0"),
+    (["--price", "1"], "give --throughput and --price"),
+    (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput and --price"),
+])
+def test_bad_cost_input_is_one_line_and_exit_2(args, fragment):
+    assert_one_line_exit_2(run_cli("cost", *args), fragment)
