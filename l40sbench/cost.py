@@ -137,6 +137,20 @@ def compare(rows: list[Priced]) -> list[Comparison]:
     return out
 
 
+def throughputs(record: dict) -> list[tuple[str, float]]:
+    """(label, images/s) for each figure of a result record a price can apply to.
+
+    A synthetic sweep gives one per configuration that ran (status ok); a classify
+    or detect run gives its per-image inference rate.
+    """
+    if record.get("task") == "synthetic":
+        return [(f"{r['model']} {r['mode']} b{r['per_device_batch']} x{r['devices']} {r['device_kind']}",
+                 r["images_per_second"]) for r in record.get("rows", ())
+                if r.get("status") == "ok" and r.get("images_per_second")]
+    rate = (record.get("inference") or {}).get("images_per_second")
+    return [(f"{record.get('base')} {record.get('task')} inference", rate)] if rate else []
+
+
 # The study's cost table (leadergpu_tf_cnn_benchmarks_fr.txt, last table): its 8-GPU throughputs
 # from its own GPU-count tables, its per-minute prices (Google's derived from an hourly price),
 # and what it printed, to check the repricing against.

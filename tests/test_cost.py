@@ -85,8 +85,35 @@ def test_the_reference_table_prints_every_row_beside_the_studys():
     (["--throughput", "10", "--price", "1", "--per", "week"], "invalid choice: 'week'"),
     (["--throughput", "10", "--price", "1", "--currency", "XYZ"], "invalid choice: 'XYZ'"),
     (["--throughput", "10", "--price", "1", "--minimum", "-1"], "Received: minimum=-1.0"),
-    (["--price", "1"], "give --throughput and --price"),
+    (["--price", "1"], "give --price and one of --throughput or --results"),
+    (["--throughput", "10", "--results", "x.json", "--price", "1"], "give --price and one of --throughput or --results"),
+    (["--results", "/no/such/result.json", "--price", "1"], "cannot read result /no/such/result.json"),
+    (["--results", "/proc/version", "--price", "1"], "cannot read result /proc/version"),
     (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput and --price"),
 ])
 def test_bad_cost_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_exit_2(run_cli("cost", *args), fragment)
+
+
+def test_results_files_give_one_priced_row_per_figure(tmp_path):
+    """A sweep's rows that ran and a classify run's inference rate; out-of-memory rows are not priced."""
+    import json
+
+    sweep = {"schema": "l40sbench.result/1", "task": "synthetic", "rows": [
+        {"model": "resnet50", "mode": "train", "per_device_batch": 64, "devices": 8, "device_kind": "GPU",
+         "status": "ok", "images_per_second": 949.72},
+        {"model": "resnet50", "mode": "train", "per_device_batch": 128, "devices": 8, "device_kind": "GPU",
+         "status": "oom", "images_per_second": None}]}
+    classify = {"schema": "l40sbench.result/1", "task": "classify", "base": "xception",
+                "inference": {"images_per_second": 152.082}}
+    (tmp_path / "sweep.json").write_text(json.dumps(sweep))
+    (tmp_path / "classify.json").write_text(json.dumps(classify))
+    (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    result = run_cli("cost", "--results", tmp_path / "sweep.json", tmp_path / "classify.json", "--price", "0.11")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if "500,000" in line]
+    assert len(lines) == 2
+    assert "resnet50 train b64 x8 GPU" in lines[0] and "8m 46s" in lines[0] and "€0.97" in lines[0]
+    assert "xception classify inference" in lines[1] and "54m 48s" in lines[1]
+    assert_one_line_exit_2(run_cli("cost", "--results", tmp_path / "other.json", "--price", "1"),
+                           "is not an l40sbench result")
