@@ -361,12 +361,9 @@ def _cmd_synthetic(args) -> int:
         if given or args.output_dir is not None:
             raise UserError(f"--resume takes its settings from {args.resume}/sweep.json; drop "
                             f"{', '.join(given + (['--output-dir'] if args.output_dir else []))}")
-        from l40sbench.synthetic.sweep import SWEEP_FILE
+        from l40sbench.synthetic.sweep import SWEEP_FILE, read_state
 
-        try:
-            saved = json.loads((args.resume / SWEEP_FILE).read_text(encoding="utf-8"))["config"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"cannot resume {args.resume}: no readable {SWEEP_FILE} ({exc})") from None
+        saved = read_state(args.resume)["config"]
         try:
             config = SweepConfig.from_dict({**saved, "output_dir": str(args.resume)})
         except (TypeError, ValueError) as exc:

@@ -7,6 +7,13 @@ from l40sbench.core.validate import require_at_least, require_one_of
 PRECISIONS = ("fp32", "mixed_float16", "mixed_bfloat16")
 # The dtype each precision computes in; variables stay float32 in the mixed ones.
 COMPUTE_DTYPES = {"fp32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+
+
+def keras_policy(precision: str) -> str:
+    """The Keras mixed-precision policy name of a --precision value."""
+    return "float32" if precision == "fp32" else precision
+
+
 ARTICLE_BATCH_SIZE = 16
 ARTICLE_WARMUP = 1  # the first test image is excluded from the latency statistics
 

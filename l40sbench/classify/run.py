@@ -23,6 +23,7 @@ from l40sbench.core import env as env_mod
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
 from l40sbench.core.timing import EpochClock, eta_seconds, probe_latency
 from l40sbench.errors import UserError
+from l40sbench.settings import keras_policy
 from l40sbench.tf_device import device_sync
 
 Log = Callable[[str], None]
@@ -54,7 +55,7 @@ def _set_up_keras(config: ClassifyConfig) -> None:
     import keras
 
     keras.utils.set_random_seed(config.seed)
-    keras.mixed_precision.set_global_policy("float32" if config.precision == "fp32" else config.precision)
+    keras.mixed_precision.set_global_policy(keras_policy(config.precision))
 
 
 def _epoch_callback(clock: EpochClock, on_epoch: Callable[[int, float, dict], None]):

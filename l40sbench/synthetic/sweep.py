@@ -161,14 +161,15 @@ def calibrate(config: SweepConfig, log: Log) -> dict:
     return result
 
 
-def _gpu(state: dict) -> bool:
-    return any(d.get("type") == "GPU" for d in state["env"].get("devices", []))
+def _gpus(state: dict) -> int:
+    """GPUs the calibration child saw; 0 means the sweep runs on the CPU."""
+    return sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
 
 
 def check_against_machine(config: SweepConfig, state: dict) -> None:
     """What only the calibrated machine can tell: enough GPUs, and a cap for --find-max-batch on the CPU."""
-    gpu = _gpu(state)
-    available = sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
+    available = _gpus(state)
+    gpu = available > 0
     if gpu and max(config.devices) > available:
         raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
     if config.find_max_batch and not gpu and not config.settings.memory_limit_gb:
@@ -176,21 +177,28 @@ def check_against_machine(config: SweepConfig, state: dict) -> None:
                         "(else it doubles the batch until the whole machine runs out of memory)")
 
 
+def read_state(output_dir: Path) -> dict:
+    """sweep.json of an earlier sweep: its settings, environment and calibration."""
+    try:
+        state = json.loads((output_dir / SWEEP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot resume {output_dir}: no readable {SWEEP_FILE} ({exc})") from None
+    if not isinstance(state, dict) or not {"config", "env"} <= state.keys():
+        raise UserError(f"cannot resume {output_dir}: its {SWEEP_FILE} is not a sweep's")
+    return state
+
+
 def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
     """sweep.json's state: written anew at the start, read back on --resume."""
-    path = config.output_dir / SWEEP_FILE
     if resume:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot resume from {config.output_dir}: no readable {SWEEP_FILE} ({exc})") from None
+        return read_state(config.output_dir)
     if (config.output_dir / ROWS_FILE).exists():  # never mix two sweeps' rows, never drop measured ones
         raise UserError(f"{config.output_dir} already holds a sweep ({ROWS_FILE}); finish it with "
                         f"--resume {config.output_dir}, or choose another --output-dir")
     state = {"config": config.to_dict(), **calibrate(config, log)}
     check_against_machine(config, state)
     if config.is_chief:
-        write_atomic(path, to_json(state))
+        write_atomic(config.output_dir / SWEEP_FILE, to_json(state))
     return state
 
 
@@ -198,7 +206,7 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
               on_result: Callable[[SweepResult], None] = lambda result: None) -> SweepResult:
     """Runs every configuration rows.jsonl lacks; on_result gets the record whenever it is written."""
     state = prepare(config, log, resume)
-    gpu = _gpu(state)
+    gpu = _gpus(state) > 0
     rows = load_rows(config.output_dir) if resume else []
     done = {row.key for row in rows}
     # --find-max-batch searches instead of timing the plan.
@@ -240,7 +248,7 @@ def build_result(config: SweepConfig, state: dict, rows: list[Row], complete: bo
         rows=tuple(r.to_dict() for r in rows), max_batch=tuple(max_batch),
         notes={"scaling": "weak: the batch per device stays fixed as devices are added",
                "train_flops_per_image": "3 x forward (forward, then gradients for activations and weights)",
-               "device_kind": "GPU" if _gpu(state) else
+               "device_kind": "GPU" if _gpus(state) else
                "CPU: N devices are N logical devices of one CPU (tf.config logical devices)"},
     )
 

@@ -149,14 +149,14 @@ def measure(job: Job) -> Row:
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
     from l40sbench.core.stats import step_throughput
+    from l40sbench.settings import keras_policy
     from l40sbench.core.timing import time_calls
     from l40sbench.synthetic.flops import forward_gflops
     from l40sbench.synthetic.models import MODELS
     from l40sbench.tf_device import device_sync
 
     spec = MODELS.get(job.model)
-    keras.mixed_precision.set_global_policy(
-        {"fp32": "float32", "mixed_float16": "mixed_float16", "mixed_bfloat16": "mixed_bfloat16"}[job.settings.precision])
+    keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
     if multi_worker:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
