@@ -62,6 +62,9 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
     assert train["total_seconds"] == pytest.approx(sum(train["epoch_seconds"]))
     assert inference["warmup_excluded"] == warmup and inference["batch_size"] == 1
     assert inference["images_timed"] == test_images - warmup
+    times = inference["times_ms"]  # every timed image, for the report's latency distribution
+    assert len(times) == inference["images_timed"] and min(times) == inference["min_ms"]
+    assert sum(times) / len(times) == pytest.approx(inference["mean_ms"])
 
 
 def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):

@@ -71,6 +71,11 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
     assert inference["images_per_second"] == pytest.approx(1000 / inference["mean_ms"])
     # 8 test images: the accuracy is a whole number of eighths, from the same predictions the probe timed.
     assert result["accuracy"]["test_accuracy"] * 8 == pytest.approx(round(result["accuracy"]["test_accuracy"] * 8))
+    # Scored after each epoch outside its clock; after the last, the same model on the same images.
+    assert train["test_metric"] == "test_accuracy" and len(train["test_metric_per_epoch"]) == 2
+    assert all(v * 8 == pytest.approx(round(v * 8)) for v in train["test_metric_per_epoch"])
+    assert abs(train["test_metric_per_epoch"][-1] - result["accuracy"]["test_accuracy"]) <= 1 / 8 + 1e-9
+    assert "test_accuracy" in captured.err
     assert (out / "result.csv").read_text().startswith("accuracy.test_accuracy,")
     calibration = result["env"]["calibration"]
     assert calibration["matmul_gflops"] > 0 and calibration["conv_gflops"] > 0 and calibration["repeats"] == 10

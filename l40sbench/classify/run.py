@@ -157,6 +157,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     }
     clock = EpochClock(sync=sync)
     losses: list[float] = []
+    test_accuracy: list[float] = []
 
     def record(complete: bool, inference=None, accuracy=None) -> RunResult:
         return RunResult(
@@ -166,7 +167,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             config=effective,
             env=env,
             dataset=dataset,
-            train=TrainResult.from_times(clock.summary(), config.batch_size, losses),
+            train=TrainResult.from_times(clock.summary(), config.batch_size, losses, "test_accuracy", test_accuracy),
             weights=weights_label,
             model=model_info,
             inference=inference,
@@ -176,6 +177,11 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     def on_epoch(epoch: int, seconds: float, logs: dict) -> None:
         done = epoch + 1
         losses.append(logs.get("loss", float("nan")))
+        # The clock has stopped: scoring the test split is not epoch time.
+        scores = model.evaluate(images.x["test"], images.y["test"], batch_size=config.batch_size, verbose=0,
+                                return_dict=True)
+        test_accuracy.append(scores["accuracy"])
+        logs = {**logs, "test_accuracy": scores["accuracy"]}
         eta = eta_seconds(clock.epoch_seconds, config.epochs - done)
         metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(logs.items()) if isinstance(v, (int, float)))
         log(f"epoch {done}/{config.epochs}: {seconds:.3f} s  {metrics}  ETA {eta:.0f} s")

@@ -31,9 +31,13 @@ class TrainResult:
     first_epoch_seconds: float | None
     steady_epoch_seconds: float | None
     loss_per_epoch: tuple[float, ...] = ()
+    # Scored on the test split after each epoch, outside the epoch clock (cost to accuracy reads it).
+    test_metric: str = ""
+    test_metric_per_epoch: tuple[float, ...] = ()
 
     @classmethod
-    def from_times(cls, times: EpochTimes, batch_size: int, losses=()) -> "TrainResult":
+    def from_times(cls, times: EpochTimes, batch_size: int, losses=(), test_metric: str = "",
+                   test_metric_per_epoch=()) -> "TrainResult":
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -42,6 +46,8 @@ class TrainResult:
             first_epoch_seconds=times.first_epoch_seconds,
             steady_epoch_seconds=times.steady_epoch_seconds,
             loss_per_epoch=tuple(float(v) for v in losses),
+            test_metric=test_metric,
+            test_metric_per_epoch=tuple(float(v) for v in test_metric_per_epoch),
         )
 
 
@@ -59,6 +65,7 @@ class InferenceResult:
     max_ms: float | None
     std_ms: float | None
     stages_mean_ms: dict = field(default_factory=dict)
+    times_ms: tuple[float, ...] = ()  # every timed call, in order, warm-up excluded
 
     @classmethod
     def from_stats(
@@ -77,6 +84,7 @@ class InferenceResult:
             max_ms=stats.max_ms,
             std_ms=stats.std_ms,
             stages_mean_ms=dict(stages_mean_ms or {}),
+            times_ms=stats.times_ms,
         )
 
 

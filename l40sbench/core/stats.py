@@ -14,7 +14,7 @@ class LatencyStats:
     """Summary of per-call latencies; every time is in milliseconds.
 
     `images_per_second` is 1000 / mean_ms * images_per_call, the article's
-    "1秒当たりの平均処理画像数". All fields are None when there are no samples.
+    "1秒当たりの平均処理画像数". All fields are None (times_ms empty) when there are no samples.
     """
 
     count: int
@@ -26,6 +26,7 @@ class LatencyStats:
     p90_ms: float | None
     p99_ms: float | None
     images_per_second: float | None
+    times_ms: tuple[float, ...] = ()
 
 
 def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> LatencyStats:
@@ -36,7 +37,8 @@ def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> Lat
       images_per_call: how many images each call processed (the batch size).
 
     Returns:
-      LatencyStats; std is the population standard deviation (0 for one sample).
+      LatencyStats; std is the population standard deviation (0 for one sample);
+      times_ms keeps every sample, for distributions drawn later.
 
     >>> summarize([0.010, 0.020]).mean_ms
     15.0
@@ -61,6 +63,7 @@ def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> Lat
         p90_ms=p90,
         p99_ms=p99,
         images_per_second=images_per_second,
+        times_ms=tuple(float(v) for v in ms),
     )
 
 
