@@ -189,8 +189,9 @@ def _add_cost(subparsers) -> None:
     p.add_argument("--reference", choices=("leadergpu-2017",), help="reprice a study's cost table")
     p.add_argument("--images", type=int, default=500_000, help="images to process (default: 500000, the study's)")
     p.add_argument("--throughput", type=float, metavar="IMAGES_PER_S", help="measured images/s")
-    p.add_argument("--results", type=Path, nargs="+", metavar="FILE",
-                   help="result.json files (classify, detect or synthetic) to take images/s from, one row per figure")
+    p.add_argument("--results", nargs="+", metavar="RESULT",
+                   help="result files, run folders or references (l40s, leadergpu-2017) of classify, detect or "
+                        "synthetic runs to take images/s from, one row per figure")
     p.add_argument("--price", type=float, help="price per --per")
     p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute", help="the price's time unit (default: minute)")
     p.add_argument("--currency", choices=tuple(CURRENCY_SIGNS), default="EUR", help="default: EUR")
@@ -412,18 +413,9 @@ def _run_sweep(config, resume: bool) -> int:
     return 0
 
 
-def _read_result(path: Path) -> dict:
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read result {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not isinstance(record, dict) or not str(record.get("schema", "")).startswith("l40sbench.result/"):
-        raise UserError(f"{path} is not an l40sbench result (no l40sbench.result schema)")
-    return record
-
-
 def _cmd_cost(args) -> int:
     from l40sbench import cost
+    from l40sbench.report.inputs import load_all
     from l40sbench.report.tables import format_table
 
     if args.reference:
@@ -435,9 +427,9 @@ def _cmd_cost(args) -> int:
         if (args.throughput is None) == (args.results is None) or args.price is None:
             raise UserError("give --price and one of --throughput or --results (or --reference leadergpu-2017)")
         figures = [(args.model, args.throughput)] if args.results is None else [
-            figure for path in args.results for figure in cost.throughputs(_read_result(path))]
+            figure for item in load_all(args.results) for figure in cost.throughputs(item.record)]
         if not figures:
-            raise UserError(f"no images/s figure in {', '.join(map(str, args.results))}")
+            raise UserError(f"no images/s figure in {', '.join(args.results)}")
         try:
             offer = cost.Offer(args.offer, args.devices, args.price, args.per, args.currency, args.billing, args.minimum)
             rows = [cost.price(label, args.images, rate, offer) for label, rate in figures]

@@ -87,7 +87,7 @@ def test_the_reference_table_prints_every_row_beside_the_studys():
     (["--throughput", "10", "--price", "1", "--minimum", "-1"], "Received: minimum=-1.0"),
     (["--price", "1"], "give --price and one of --throughput or --results"),
     (["--throughput", "10", "--results", "x.json", "--price", "1"], "give --price and one of --throughput or --results"),
-    (["--results", "/no/such/result.json", "--price", "1"], "cannot read result /no/such/result.json"),
+    (["--results", "/no/such/result.json", "--price", "1"], "no such result file or folder: /no/such/result.json"),
     (["--results", "/proc/version", "--price", "1"], "cannot read result /proc/version"),
     (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput and --price"),
 ])

@@ -51,13 +51,13 @@ def environment_block(env: dict) -> str:
     gpu = f"{len(gpus)}x {gpus[0]}" if gpus else "none (CPU only)"
     rows = [
         ("GPU", gpu),
-        ("CPU", f"{env.get('cpu')} ({env.get('cpu_count')} cores)"),
-        ("OS", env.get("os")),
+        ("CPU", f"{env.get('cpu')} ({env.get('cpu_count')} cores)" if env.get("cpu") else "-"),
+        ("OS", env.get("os") or "-"),
         ("CUDA / cuDNN (TF build)", f"{env.get('cuda') or '-'} / {env.get('cudnn') or '-'}"),
-        ("Python / TensorFlow / Keras", f"{env.get('python')} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
+        ("Python / TensorFlow / Keras", f"{env.get('python') or '-'} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
         ("Calibration (same run)", _calibration(env.get("calibration"))),
         ("Suite commit", env.get("suite_commit") or "-"),
-        ("Date (UTC)", env.get("timestamp_utc")),
+        ("Date (UTC)", env.get("timestamp_utc") or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     return "Environment\n" + "\n".join(f"  {k.ljust(width)} : {v}" for k, v in rows)

@@ -1,0 +1,89 @@
+"""What reports, compare and cost read: result files, run folders and reference names.
+
+A result file holds one record, or a list of them (the shipped references do);
+a run folder holds result.json; a reference name (`l40s`, `leadergpu-2017`)
+loads the studies' published figures. Every record keeps where it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from l40sbench import reference
+from l40sbench.errors import UserError
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One result record and what the user named to get it (file, folder or reference)."""
+
+    origin: str
+    record: dict
+
+
+def _is_record(value) -> bool:
+    return isinstance(value, dict) and str(value.get("schema", "")).startswith("l40sbench.result/")
+
+
+def read_result_file(path: Path) -> list[dict]:
+    """The record(s) in one JSON file.
+
+    Raises:
+      UserError: unreadable, not JSON, or not l40sbench results.
+    """
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read result {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    records = value if isinstance(value, list) else [value]
+    if not records or not all(_is_record(r) for r in records):
+        raise UserError(f"{path} is not an l40sbench result (no l40sbench.result schema)")
+    return records
+
+
+def load(item: str) -> list[Loaded]:
+    """A reference name, a run folder (its result.json) or a result file."""
+    if item in reference.REFERENCES:
+        return [Loaded(item, r) for r in reference.load(item)]
+    path = Path(item)
+    if path.is_dir():
+        if not (path / "result.json").is_file():
+            raise UserError(f"{path} holds no result.json (a run folder has one; or name a result file "
+                            f"or one of {', '.join(reference.REFERENCES)})")
+        path = path / "result.json"
+    elif not path.exists():
+        raise UserError(f"no such result file or folder: {item} (references: {', '.join(reference.REFERENCES)})")
+    return [Loaded(item, r) for r in read_result_file(path)]
+
+
+def load_all(items: Sequence[str]) -> list[Loaded]:
+    return [loaded for item in items for loaded in load(item)]
+
+
+def machine(record: dict) -> str:
+    """The machine a record was measured on, as legends and column groups name it."""
+    if record.get("machine"):
+        return record["machine"]
+    env = record.get("env") or {}
+    gpus = [d.get("model") or d.get("name") for d in env.get("devices") or () if d.get("type") == "GPU"]
+    if gpus:
+        return f"{len(gpus)}x {gpus[0]}"
+    cpu = env.get("cpu") or "unknown CPU"
+    return f"{cpu} ({env.get('cpu_count') or '?'} cores)"
+
+
+def machine_labels(loaded: Sequence[Loaded]) -> list[str]:
+    """One label per record: its machine, told apart by its run when two records share a machine and task."""
+    labels = []
+    for item in loaded:
+        base = machine(item.record)
+        clash = [o for o in loaded if machine(o.record) == base and o.record.get("task") == item.record.get("task")
+                 and o.record.get("base") == item.record.get("base")]
+        if len(clash) > 1:
+            stamp = (item.record.get("env") or {}).get("timestamp_utc") or item.origin
+            base = f"{base}, {stamp}"
+        labels.append(base)
+    return labels
