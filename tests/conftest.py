@@ -94,3 +94,22 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
     assert result["complete"] is False and result["inference"] is None
     train = result["train"]
     assert train["epochs"] >= 2 and len(train["epoch_seconds"]) == len(train["loss_per_epoch"]) == train["epochs"]
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory):
+    """Real result folders from tiny runs, made once: two classify bases and one detector."""
+    from l40sbench import cli
+
+    root = tmp_path_factory.mktemp("runs")
+    runs = {
+        "vgg19": ["classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
+                  "--epochs", "3", "--weights", "none"],
+        "xception": ["classify", "--base", "xception", "--image-size", "71", "--limit", "8", "--batch-size", "4",
+                     "--epochs", "2", "--weights", "none"],
+        "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
+                             "--batch-size", "2", "--epochs", "2"],
+    }
+    for name, args in runs.items():
+        assert cli.main([*args, "--output-dir", str(root / name)]) == 0, name
+    return {name: root / name for name in runs}

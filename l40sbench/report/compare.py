@@ -1,0 +1,138 @@
+"""Two sets of results side by side, and whether the new one got worse: pure, no I/O.
+
+Rows are matched on (task, model, batch, devices, precision, image size); a
+field a record leaves unknown (None, as the studies' records do for image
+size) matches any value. Each timing, rate and accuracy figure of a matched
+pair gets its ratio new / baseline and a verdict:
+- a time (lower is better) regresses when new > baseline x (1 + tolerance);
+- a rate (images/s) regresses when new < baseline / (1 + tolerance);
+- an accuracy regresses when it fell by more than the accuracy tolerance
+  (in points: 2 means 0.02 of accuracy or mAP);
+- a configuration that ran in the baseline and failed in the new (out of
+  memory, error, timeout) regresses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size")
+LOWER, HIGHER, ACCURACY = "time", "rate", "accuracy"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One comparable row of a result: its key, its status and its figures (name -> (value, kind))."""
+
+    key: tuple
+    status: str = "ok"
+    figures: dict = field(default_factory=dict)
+
+    def label(self) -> str:
+        task, model, *rest = self.key
+        return " ".join([str(task), str(model), *(f"{n} {v}" for n, v in zip(KEY_FIELDS[2:], rest) if v is not None)])
+
+
+def _gpus(record: dict) -> int:
+    return sum(d.get("type") == "GPU" for d in (record.get("env") or {}).get("devices") or ()) or 1
+
+
+def lines(record: dict) -> list[Line]:
+    """The comparable rows of one result record (a run, or each configuration of a sweep)."""
+    if record.get("task") == "synthetic":
+        out = []
+        for r in record.get("rows", ()):
+            figures = {}
+            if r.get("images_per_second"):
+                figures = {"images/s": (r["images_per_second"], HIGHER), "step ms": (r.get("step_ms_mean"), LOWER)}
+            out.append(Line((f"synthetic-{r['mode']}", r["model"], r["per_device_batch"], r["devices"],
+                             r.get("precision"), None), r["status"], figures))
+        return out
+    config, train, inference = record.get("config") or {}, record.get("train") or {}, record.get("inference") or {}
+    epochs = train.get("epochs") or 0
+    figures = {
+        "epoch s (mean)": (train["total_seconds"] / epochs if epochs and train.get("total_seconds") else None, LOWER),
+        "first epoch s": (train.get("first_epoch_seconds"), LOWER),
+        "steady epoch s": (train.get("steady_epoch_seconds"), LOWER),
+        "inference ms/image": (inference.get("mean_ms"), LOWER),
+        "p50 ms": (inference.get("p50_ms"), LOWER),
+        "p99 ms": (inference.get("p99_ms"), LOWER),
+        "images/s": (inference.get("images_per_second"), HIGHER),
+    }
+    for name, value in (record.get("accuracy") or {}).items():
+        if isinstance(value, (int, float)):
+            figures[name] = (value, ACCURACY)
+    key = (record.get("task"), record.get("base"), config.get("batch_size"), _gpus(record), config.get("precision"),
+           config.get("image_size"))
+    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures)]
+
+
+def _matches(a: tuple, b: tuple) -> bool:
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    line: str
+    figure: str
+    kind: str
+    baseline: float | None
+    new: float | None
+    ratio: float | None
+    verdict: str
+    regressed: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: tuple[FigureRow, ...]
+    only_baseline: tuple[str, ...]
+    only_new: tuple[str, ...]
+
+    @property
+    def regressions(self) -> tuple[FigureRow, ...]:
+        return tuple(r for r in self.rows if r.regressed)
+
+
+def _verdict(kind: str, base: float, new: float, tolerance: float, accuracy_tolerance: float) -> tuple[str, bool]:
+    if kind == ACCURACY:
+        drop = base - new
+        if drop > accuracy_tolerance / 100 + 1e-12:
+            return f"WORSE: fell {100 * drop:.1f} points (tolerance {accuracy_tolerance:g})", True
+        return ("better" if new > base else "same" if new == base else "within tolerance"), False
+    worse = new / base if kind == LOWER else base / new  # > 1 means worse
+    if worse > 1 + tolerance / 100 + 1e-12:
+        return f"WORSE: {100 * (worse - 1):.1f} % {'slower' if kind == LOWER else 'fewer images/s'} (tolerance {tolerance:g} %)", True
+    return ("better" if worse < 1 else "same" if worse == 1 else "within tolerance"), False
+
+
+def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10.0,
+            accuracy_tolerance: float = 2.0) -> Comparison:
+    """Matches the rows of two sets of result records and judges every shared figure."""
+    if not (tolerance >= 0 and accuracy_tolerance >= 0):
+        raise ValueError(f"tolerances must be >= 0. Received: {tolerance!r}, {accuracy_tolerance!r}")
+    base_lines = [line for r in baseline for line in lines(r)]
+    new_lines = [line for r in new for line in lines(r)]
+    unused = list(new_lines)
+    rows, only_baseline = [], []
+    for b in base_lines:
+        partner = next((n for n in unused if _matches(b.key, n.key)), None)
+        if partner is None:
+            only_baseline.append(b.label())
+            continue
+        unused.remove(partner)
+        label = b.label()
+        if b.status == "ok" and partner.status != "ok":
+            rows.append(FigureRow(label, "status", "status", None, None, None, f"WORSE: ok -> {partner.status}", True))
+        elif b.status != partner.status:
+            rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}", False))
+        for name, (value, kind) in b.figures.items():
+            other = partner.figures.get(name, (None, kind))[0]
+            if value is None or other is None:
+                continue
+            ratio = other / value if value else None
+            judged = kind == ACCURACY or (value > 0 and other > 0)
+            verdict, regressed = _verdict(kind, value, other, tolerance, accuracy_tolerance) if judged else ("-", False)
+            rows.append(FigureRow(label, name, kind, value, other, ratio, verdict, regressed))
+    return Comparison(tuple(rows), tuple(only_baseline), tuple(n.label() for n in unused))

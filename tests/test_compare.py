@@ -1,0 +1,112 @@
+"""compare: real result folders, a slowed copy and a sped-up copy of one, exit codes and partnerless rows."""
+
+import json
+
+import pytest
+
+from l40sbench.report import compare
+from tests.conftest import assert_one_line_exit_2, run_cli
+
+TIMES = ("total_seconds", "first_epoch_seconds", "steady_epoch_seconds", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+         "min_ms", "max_ms", "std_ms")
+
+
+def scaled(record: dict, factor: float) -> dict:
+    """Every time x factor (and the rates over it), as a slower or faster machine would record them."""
+    out = json.loads(json.dumps(record))
+    out["train"]["epoch_seconds"] = [t * factor for t in out["train"]["epoch_seconds"]]
+    for part in ("train", "inference"):
+        for key in TIMES:
+            if out[part].get(key) is not None:
+                out[part][key] *= factor
+    out["inference"]["times_ms"] = [t * factor for t in out["inference"]["times_ms"]]
+    out["inference"]["images_per_second"] /= factor
+    return out
+
+
+@pytest.fixture(scope="module")
+def copies(tiny_runs, tmp_path_factory):
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    root = tmp_path_factory.mktemp("copies")
+    paths = {}
+    for name, factor in (("slower", 1.5), ("faster", 0.8), ("same", 1.0)):
+        paths[name] = root / f"{name}.json"
+        paths[name].write_text(json.dumps(scaled(record, factor)))
+    worse = json.loads(json.dumps(record))
+    worse["accuracy"]["test_accuracy"] = record["accuracy"]["test_accuracy"] - 0.25
+    paths["less_accurate"] = root / "less_accurate.json"
+    paths["less_accurate"].write_text(json.dumps(worse))
+    return paths
+
+
+def test_a_slower_copy_exits_1_and_names_the_figures(tiny_runs, copies):
+    result = run_cli("compare", tiny_runs["vgg19"], copies["slower"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    verdicts = [line for line in result.stdout.splitlines() if "WORSE" in line]
+    for figure in ("epoch s (mean)", "first epoch s", "steady epoch s", "inference ms/image", "p99 ms"):
+        assert any(figure in line and "1.500" in line for line in verdicts), (figure, result.stdout)
+    assert any("images/s" in line and "0.667" in line for line in verdicts), result.stdout
+    assert "50.0 % slower" in result.stdout and "50.0 % fewer images/s" in result.stdout and "REGRESSION" in result.stdout.splitlines()[-1]
+
+
+def test_a_faster_or_equal_copy_passes(tiny_runs, copies):
+    for name in ("faster", "same"):
+        result = run_cli("compare", tiny_runs["vgg19"], copies[name])
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "no regression" in result.stdout and "WORSE" not in result.stdout
+    # Within the tolerance passes; a tighter tolerance than the change trips.
+    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "60").returncode == 0
+    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "49").returncode == 1
+
+
+def test_an_accuracy_drop_beyond_its_tolerance_exits_1(tiny_runs, copies):
+    result = run_cli("compare", tiny_runs["vgg19"], copies["less_accurate"])
+    assert result.returncode == 1 and "test_accuracy" in result.stdout and "fell 25.0 points" in result.stdout
+    assert run_cli("compare", tiny_runs["vgg19"], copies["less_accurate"],
+                   "--accuracy-tolerance", "30").returncode == 0
+
+
+def test_rows_without_a_partner_are_named(tiny_runs):
+    both = [json.loads((tiny_runs[n] / "result.json").read_text()) for n in ("vgg19", "xception")]
+    result = compare.compare(both, both[:1])
+    assert result.only_baseline == ("classify xception batch 4 devices 1 precision fp32 image size 71",)
+    assert not result.only_new and result.rows and not result.regressions
+    text = run_cli("compare", tiny_runs["vgg19"], tiny_runs["ssd_resnet50_fpn"])
+    assert_one_line_exit_2(text, "nothing to compare")
+    assert "only in the baseline" in text.stdout and "classify vgg19" in text.stdout
+    assert "only in the new" in text.stdout and "detect ssd_resnet50_fpn" in text.stdout
+
+
+def test_this_machine_against_the_l40s_study(tiny_runs):
+    """The study leaves image size and precision unknown: they match any run of the same base and batch."""
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    from l40sbench import reference
+
+    result = compare.compare(reference.load("l40s"), [{**record, "config": {**record["config"], "batch_size": 16}}])
+    figures = {r.figure for r in result.rows if r.line.startswith("classify vgg19")}
+    assert {"epoch s (mean)", "inference ms/image", "images/s"} <= figures
+    assert len(result.only_baseline) == 5
+
+
+def test_synthetic_rows_match_per_configuration_and_an_oom_regresses():
+    def sweep(rate, status="ok"):
+        row = {"model": "lenet", "mode": "train", "per_device_batch": 8, "devices": 2, "precision": "fp32",
+               "status": status, "images_per_second": rate if status == "ok" else None, "step_ms_mean": None}
+        return {"task": "synthetic", "rows": [row]}
+
+    assert compare.compare([sweep(100.0)], [sweep(95.0)]).regressions == ()
+    (slower,) = compare.compare([sweep(100.0)], [sweep(80.0)]).regressions
+    assert slower.figure == "images/s" and slower.ratio == pytest.approx(0.8)
+    (oom,) = compare.compare([sweep(100.0)], [sweep(None, "oom")]).regressions
+    assert oom.verdict == "WORSE: ok -> oom"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["/no/such.json", "l40s"], "no such result file or folder: /no/such.json"),
+    (["l40s", "/proc/version"], "cannot read result /proc/version"),
+    (["l40s", "l40s", "--tolerance", "-5"], "tolerances must be >= 0"),
+    (["l40s", "l40s", "--tolerance", "x"], "invalid float value"),
+    (["l40s"], "the following arguments are required: NEW"),
+])
+def test_bad_compare_input_is_one_line_and_exit_2(args, fragment):
+    assert_one_line_exit_2(run_cli("compare", *args), fragment)
