@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from l40sbench.core.validate import require_at_least, require_one_of
+from l40sbench.core.validate import require_one_of
 
 UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
 CURRENCY_SIGNS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "CHF": "CHF "}
@@ -38,6 +38,8 @@ class Offer:
       currency: ISO code, one of CURRENCY_SIGNS.
       billing: granularity the billed time is rounded up to ("second", "minute", "hour").
       minimum: the least one run is charged, in `currency`.
+      machine: for a catalog, the machine the offer rents, matched (case-blind, as a part) against a
+        result's machine label; empty: any machine.
 
     Raises:
       ValueError: a price that is not a positive finite number, an unknown unit or currency.
@@ -50,16 +52,24 @@ class Offer:
     currency: str = "EUR"
     billing: str = "second"
     minimum: float = 0.0
+    machine: str = ""
 
     def __post_init__(self):
-        if not (isinstance(self.price, (int, float)) and math.isfinite(self.price) and self.price > 0):
+        price_ok = isinstance(self.price, (int, float)) and not isinstance(self.price, bool)
+        if not (price_ok and math.isfinite(self.price) and self.price > 0):
             raise ValueError(f"price must be a positive number. Received: price={self.price!r}")
         require_one_of(self, "per", tuple(UNIT_SECONDS))
         require_one_of(self, "billing", tuple(UNIT_SECONDS))
         require_one_of(self, "currency", tuple(CURRENCY_SIGNS))
-        if not (math.isfinite(self.minimum) and self.minimum >= 0):
+        if not (isinstance(self.minimum, (int, float)) and math.isfinite(self.minimum) and self.minimum >= 0):
             raise ValueError(f"minimum must be >= 0. Received: minimum={self.minimum!r}")
-        require_at_least(self, ("devices",), 1)
+        if not (isinstance(self.devices, int) and self.devices >= 1):
+            raise ValueError(f"devices must be a whole number >= 1. Received: devices={self.devices!r}")
+
+    def prices(self, figure: "Figure", machine: str) -> bool:
+        """Whether this catalog offer applies to a figure measured on `machine`: the same device count,
+        and the offer's machine when it names one."""
+        return figure.devices == self.devices and self.machine.lower() in machine.lower()
 
 
 @dataclass(frozen=True)
@@ -93,12 +103,18 @@ def price(model: str, images: int, images_per_second: float, offer: Offer) -> Pr
     if images < 1:
         raise ValueError(f"images must be >= 1. Received: images={images}")
     seconds = images / images_per_second
+    billed, cost, rule = charge(seconds, offer)
+    return Priced(model, offer, images, images_per_second, seconds, billed, cost, rule)
+
+
+def charge(seconds: float, offer: Offer) -> tuple[float, float, str]:
+    """(billed seconds, cost, the rule that priced it) for `seconds` of use of `offer`."""
     billed = billed_seconds(seconds, offer.billing)
     cost = billed / UNIT_SECONDS[offer.per] * offer.price
     rule = f"billed per {offer.billing} (time rounded up)"
     if cost < offer.minimum:
         cost, rule = offer.minimum, f"minimum charge {money(offer.minimum, offer.currency)}"
-    return Priced(model, offer, images, images_per_second, seconds, billed, cost, rule)
+    return billed, cost, rule
 
 
 def money(amount: float, currency: str) -> str:
@@ -137,18 +153,88 @@ def compare(rows: list[Priced]) -> list[Comparison]:
     return out
 
 
-def throughputs(record: dict) -> list[tuple[str, float]]:
-    """(label, images/s) for each figure of a result record a price can apply to.
+@dataclass(frozen=True)
+class Figure:
+    """An images/s figure of a result, with the devices it was measured on."""
+
+    label: str
+    images_per_second: float
+    devices: int = 1
+
+
+def throughputs(record: dict) -> list[Figure]:
+    """Each figure of a result record a price can apply to.
 
     A synthetic sweep gives one per configuration that ran (status ok); a classify
-    or detect run gives its per-image inference rate.
+    or detect run gives its per-image inference rate (one device).
     """
     if record.get("task") == "synthetic":
-        return [(f"{r['model']} {r['mode']} b{r['per_device_batch']} x{r['devices']} {r['device_kind']}",
-                 r["images_per_second"]) for r in record.get("rows", ())
+        return [Figure(f"{r['model']} {r['mode']} b{r['per_device_batch']} x{r['devices']} {r['device_kind']}",
+                       r["images_per_second"], r["devices"]) for r in record.get("rows", ())
                 if r.get("status") == "ok" and r.get("images_per_second")]
     rate = (record.get("inference") or {}).get("images_per_second")
-    return [(f"{record.get('base')} {record.get('task')} inference", rate)] if rate else []
+    return [Figure(f"{record.get('base')} {record.get('task')} inference", rate)] if rate else []
+
+
+CATALOG_KEYS = {"name": "name", "devices": "devices", "price": "price", "unit": "per", "currency": "currency",
+                "billing": "billing", "minimum": "minimum", "machine": "machine"}
+
+
+def offers_from(catalog) -> list[Offer]:
+    """Offers from a parsed catalog: a list of tables, or {"offer": [...]} (TOML's [[offer]]) / {"offers": [...]}.
+
+    Each table: name and price (required); devices (1), unit (minute), currency (EUR),
+    billing (second), minimum (0), machine ("").
+
+    Raises:
+      ValueError: no offers, an unknown or missing key, or a bad value (named with its offer).
+    """
+    entries = catalog.get("offer", catalog.get("offers")) if isinstance(catalog, dict) else catalog
+    if not isinstance(entries, list) or not entries:
+        raise ValueError("a catalog lists its offers as [[offer]] tables (TOML) or an \"offers\" list (JSON)")
+    offers = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"offer {number}" + (f" ({entry.get('name')})" if isinstance(entry, dict) and entry.get("name") else "")
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} is not a table of name, price, ...")
+        unknown = sorted(set(entry) - set(CATALOG_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(CATALOG_KEYS)})")
+        missing = [k for k in ("name", "price") if k not in entry]
+        if missing:
+            raise ValueError(f"{where}: missing {missing[0]!r}")
+        try:
+            offers.append(Offer(**{"devices": 1, **{CATALOG_KEYS[k]: v for k, v in entry.items()}}))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {str(exc).replace('per must be', 'unit must be')}") from None
+    return offers
+
+
+@dataclass(frozen=True)
+class TargetTime:
+    """When a run's per-epoch test metric first reached a target (DAWNBench's time to accuracy).
+
+    `epoch` (1-based) and `seconds` (training time through that epoch, epoch clocks only) are None
+    when the target was not reached in the `epochs` the run trained.
+    """
+
+    metric: str
+    target: float
+    epochs: int
+    epoch: int | None
+    seconds: float | None
+
+
+def time_to_target(record: dict, target: float) -> TargetTime | None:
+    """None when the record has no per-epoch test metric (the studies' records, detect runs)."""
+    train = record.get("train") or {}
+    scores, times = train.get("test_metric_per_epoch") or (), train.get("epoch_seconds") or ()
+    if not scores or len(scores) != len(times):
+        return None
+    for epoch, score in enumerate(scores, start=1):
+        if score is not None and score >= target:
+            return TargetTime(train["test_metric"], target, len(scores), epoch, float(sum(times[:epoch])))
+    return TargetTime(train["test_metric"], target, len(scores), None, None)
 
 
 # The study's cost table (leadergpu_tf_cnn_benchmarks_fr.txt, last table): its 8-GPU throughputs

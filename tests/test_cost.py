@@ -1,7 +1,10 @@
 """Cost per N images: the study's nine rows, billing rules, and bad input."""
 
+import json
+import math
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -85,11 +88,17 @@ def test_the_reference_table_prints_every_row_beside_the_studys():
     (["--throughput", "10", "--price", "1", "--per", "week"], "invalid choice: 'week'"),
     (["--throughput", "10", "--price", "1", "--currency", "XYZ"], "invalid choice: 'XYZ'"),
     (["--throughput", "10", "--price", "1", "--minimum", "-1"], "Received: minimum=-1.0"),
-    (["--price", "1"], "give --price and one of --throughput or --results"),
-    (["--throughput", "10", "--results", "x.json", "--price", "1"], "give --price and one of --throughput or --results"),
+    (["--price", "1"], "give one of --throughput or --results"),
+    (["--throughput", "10", "--results", "x.json", "--price", "1"], "give one of --throughput or --results"),
+    (["--throughput", "10"], "give --price (with --per, --currency, ...) or --catalog FILE"),
+    (["--throughput", "10", "--price", "1", "--catalog", "c.toml"], "or --catalog FILE, not both"),
+    (["--throughput", "10", "--catalog", "/no/such.toml"], "cannot read catalog /no/such.toml"),
+    (["--target", "0.9", "--throughput", "10", "--price", "1"], "--target reads the per-epoch test metric"),
+    (["--target", "90", "--results", "l40s", "--price", "1"], "--target is a fraction of 1"),
+    (["--target", "0.9", "--results", "l40s", "--price", "1"], "no per-epoch test metric in l40s"),
     (["--results", "/no/such/result.json", "--price", "1"], "no such result file or folder: /no/such/result.json"),
     (["--results", "/proc/version", "--price", "1"], "cannot read result /proc/version"),
-    (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput and --price"),
+    (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput, --results, --price"),
 ])
 def test_bad_cost_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_exit_2(run_cli("cost", *args), fragment)
@@ -117,3 +126,91 @@ def test_results_files_give_one_priced_row_per_figure(tmp_path):
     assert "xception classify inference" in lines[1] and "54m 48s" in lines[1]
     assert_one_line_exit_2(run_cli("cost", "--results", tmp_path / "other.json", "--price", "1"),
                            "is not an l40sbench result")
+
+
+CATALOG_TOML = """
+[[offer]]
+name = "8x GTX 1080 LeaderGPU"
+devices = 8
+price = 0.11
+unit = "minute"
+
+[[offer]]
+name = "1x GPU, hourly"
+price = 2.5
+unit = "hour"
+currency = "USD"
+billing = "hour"
+minimum = 1.0
+"""
+
+
+def test_a_catalog_prices_every_offer_and_each_rows_rule(tmp_path):
+    (tmp_path / "offers.toml").write_text(CATALOG_TOML)
+    (tmp_path / "offers.json").write_text(json.dumps({"offers": tomllib.loads(CATALOG_TOML)["offer"]}))
+    for name in ("offers.toml", "offers.json"):
+        result = run_cli("cost", "--throughput", "685.59", "--catalog", tmp_path / name, "--model", "Inception V3")
+        assert result.returncode == 0, result.stderr
+        leader, hourly = [line for line in result.stdout.splitlines() if "500,000" in line]
+        assert "12m 09s" in leader and "€1.34" in leader and "billed per second" in leader
+        # 12m 09s billed as a whole hour: $2.50, above the $1.00 minimum.
+        assert "$2.50" in hourly and "billed per hour" in hourly
+
+
+def test_with_results_a_catalog_offer_prices_figures_of_its_device_count_and_machine(tmp_path):
+    (tmp_path / "offers.toml").write_text(CATALOG_TOML + '\n[[offer]]\nname = "K80 x8"\ndevices = 8\n'
+                                          'price = 0.107\nmachine = "AWS"\n')
+    result = run_cli("cost", "--results", "leadergpu-2017", "--catalog", tmp_path / "offers.toml")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "500,000" in line]
+    assert rows and all(" x8 GPU" in line for line in rows if "GTX 1080 LeaderGPU" in line or "K80 x8" in line)
+    assert not any("1x GPU, hourly" in line for line in rows if " x1 " not in line)
+    k80 = [line for line in rows if "K80 x8" in line]
+    assert len(k80) == 7  # AWS's seven 8-GPU figures, and no other machine's
+    assert any("inceptionv3 train b64 x8 GPU" in line and "36m 14s" in line and "€3.88" in line for line in k80)
+
+
+@pytest.mark.parametrize("catalog, fragment", [
+    ("[[offer]]\nname = 'a'\n", "offer 1 (a): missing 'price'"),
+    ("[[offer]]\nname = 'a'\nprice = 1\ncolour = 'red'\n", "offer 1 (a): unknown key 'colour'"),
+    ("[[offer]]\nname = 'a'\nprice = -1\n", "offer 1 (a): price must be a positive number"),
+    ("[[offer]]\nname = 'a'\nprice = 1\nunit = 'week'\n", "offer 1 (a): unit must be one of"),
+    ("[[offer]]\nname = 'a'\nprice = 1\ndevices = 0\n", "devices must be a whole number >= 1"),
+    ("title = 'no offers'\n", "lists its offers as [[offer]] tables"),
+    ("[[offer]\n", "is not valid TOML"),
+])
+def test_bad_catalogs_are_one_line_and_exit_2(tmp_path, catalog, fragment):
+    (tmp_path / "c.toml").write_text(catalog)
+    assert_one_line_exit_2(run_cli("cost", "--throughput", "10", "--catalog", tmp_path / "c.toml"), fragment)
+
+
+def test_time_to_target_sums_the_epoch_clocks_up_to_the_first_epoch_that_reached_it():
+    record = {"train": {"test_metric": "test_accuracy", "test_metric_per_epoch": [0.5, 0.85, 0.8, 0.95],
+                        "epoch_seconds": [10.0, 5.0, 5.0, 5.0]}}
+    reached = cost.time_to_target(record, 0.85)
+    assert (reached.epoch, reached.seconds, reached.epochs) == (2, 15.0, 4)
+    assert cost.time_to_target(record, 0.9).seconds == 25.0
+    missed = cost.time_to_target(record, 0.99)
+    assert missed.epoch is None and missed.seconds is None
+    assert cost.time_to_target({"train": {"epoch_seconds": [1.0]}}, 0.5) is None
+    billed, money, rule = cost.charge(15.0, cost.Offer("x", 1, 6.0, "minute", billing="minute"))
+    assert (billed, money) == (60, 6.0) and "per minute" in rule
+
+
+def test_cost_to_accuracy_from_a_real_classify_run(tiny_runs):
+    """The run's own per-epoch test accuracy: a target it reached is priced, one above it is 'not reached'."""
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    scores = record["train"]["test_metric_per_epoch"]
+    assert len(scores) == record["train"]["epochs"] == 3 and all(0 <= v <= 1 for v in scores)
+    target = max(scores)
+    epoch = scores.index(target) + 1
+    seconds = sum(record["train"]["epoch_seconds"][:epoch])
+    result = run_cli("cost", "--results", tiny_runs["vgg19"], "l40s", "--target", target, "--price", "3600",
+                     "--per", "hour")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("vgg19")]
+    assert f"epoch {epoch}/3" in line and f"€{math.ceil(seconds)}.00" in line  # EUR 1 a second, whole seconds
+    assert "not priced: l40s" in result.stdout
+    if target < 1:
+        missed = run_cli("cost", "--results", tiny_runs["vgg19"], "--target", "1", "--price", "1")
+        assert missed.returncode == 0 and "not reached" in missed.stdout and "in 3 epochs" in missed.stdout

@@ -63,6 +63,29 @@ def load_all(items: Sequence[str]) -> list[Loaded]:
     return [loaded for item in items for loaded in load(item)]
 
 
+def read_catalog(path: Path) -> list:
+    """The offers of a catalog file, TOML (.toml) or JSON (anything else), as cost.Offer.
+
+    Raises:
+      UserError: unreadable, not TOML/JSON, or an offer cost.offers_from refuses.
+    """
+    import tomllib
+
+    from l40sbench.cost import offers_from
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except OSError as exc:
+        raise UserError(f"cannot read catalog {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
+        raise UserError(f"catalog {path} is not valid {'TOML' if path.suffix == '.toml' else 'JSON'}: {exc}") from None
+    try:
+        return offers_from(data)
+    except ValueError as exc:
+        raise UserError(f"catalog {path}: {exc}") from None
+
+
 def machine(record: dict) -> str:
     """The machine a record was measured on, as legends and column groups name it."""
     if record.get("machine"):
