@@ -233,6 +233,27 @@ def _add_compare(subparsers) -> None:
     p.set_defaults(func=_cmd_compare)
 
 
+def _add_report(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="report.md with plots from results, run folders and the studies' published figures",
+        description=(
+            "Writes OUT/report.md: the studies' tables for whatever the inputs hold (classification and "
+            "detection training and inference; the synthetic GPU-count and batch-size tables; cost), one column "
+            "group per machine so several machines sit side by side, each machine's environment block, and "
+            "PNG plots: time per epoch (first against steady), the per-image latency distribution with "
+            "p50/p90/p99, images/s against batch size and device count with ideal scaling, cost per N images. "
+            "Inputs are result files, run folders, or the references l40s and leadergpu-2017."
+        ),
+    )
+    p.add_argument("inputs", nargs="+", metavar="RESULT", help="result file, run folder, or l40s / leadergpu-2017")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and its PNGs")
+    p.add_argument("--catalog", type=Path, metavar="FILE",
+                   help="offers (TOML/JSON, as for cost --catalog) to price every images/s figure on")
+    p.add_argument("--images", type=int, default=500_000, help="images the cost section prices (default: 500000)")
+    p.set_defaults(func=_cmd_report)
+
+
 def _add_datasets(subparsers) -> None:
     p = subparsers.add_parser("datasets", help="inspect data sets", description="Inspect data sets.")
     sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -270,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthetic(subparsers)
     _add_cost(subparsers)
     _add_compare(subparsers)
+    _add_report(subparsers)
     _add_datasets(subparsers)
     return parser
 
@@ -548,6 +570,22 @@ def _cost_to_target(args, loaded, offers) -> int:
                         "priced by"], body))
     if without:
         print(f"\nno per-epoch test metric, not priced: {', '.join(without)}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from l40sbench.report.inputs import load_all, read_catalog
+
+    loaded = load_all(args.inputs)
+    offers = read_catalog(args.catalog) if args.catalog else []
+    if args.images < 1:
+        raise UserError(f"--images must be >= 1. Received: {args.images}")
+    _prepare_output_dir(args.out)
+    from l40sbench.report.document import write_report
+
+    path = write_report(loaded, args.out, offers=offers, images=args.images)
+    pngs = sorted(p.name for p in args.out.glob("*.png"))
+    print(f"report: {path} ({len(loaded)} record(s); plots: {', '.join(pngs) or 'none'})")
     return 0
 
 

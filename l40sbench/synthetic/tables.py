@@ -23,7 +23,7 @@ FOOTNOTE = ("-* : out of memory at this batch size (the study's mark); err: the 
 GROUP = 6  # models per batch-size table, as the study splits its twelve
 
 
-def _cell(row: dict | None) -> str:
+def cell(row: dict | None) -> str:
     if row is None:
         return NOT_RUN
     if row["status"] == "ok":
@@ -31,7 +31,7 @@ def _cell(row: dict | None) -> str:
     return MARKS.get(row["status"], row["status"])
 
 
-def _ordered(models: Sequence[str]) -> list[str]:
+def ordered(models: Sequence[str]) -> list[str]:
     """The study's column order: its five-model table first, then the rest of its twelve."""
     rank = {name: i for i, name in reversed(list(enumerate(STUDY_DEVICE_TABLE + STUDY_ORDER)))}  # first place wins
     return sorted(dict.fromkeys(models), key=lambda m: rank.get(m, len(rank)))
@@ -49,12 +49,12 @@ def device_batch(model: str, batches: Sequence[int]) -> int:
 
 def device_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     """Devices x models at one per-device batch per model (the study's 'GPUs' table)."""
-    models = _ordered([r["model"] for r in rows])
+    models = ordered([r["model"] for r in rows])
     devices = sorted({r["devices"] for r in rows})
     index = _index(rows)
     batches = {m: device_batch(m, sorted({r["per_device_batch"] for r in rows if r["model"] == m})) for m in models}
     headers = ["devices"] + [f"{MODELS.get(m).label} (batch {batches[m]})" for m in models]
-    body = [[str(d)] + [_cell(index.get((m, batches[m], d))) for m in models] for d in devices]
+    body = [[str(d)] + [cell(index.get((m, batches[m], d))) for m in models] for d in devices]
     return headers, body
 
 
@@ -62,13 +62,13 @@ def batch_tables(rows: Sequence[dict]) -> list[tuple[int, list[str], list[list[s
     """For each device count, batch size x models in groups of six (the study's 'Autres résultats')."""
     index = _index(rows)
     models = [m for m in STUDY_ORDER if any(r["model"] == m for r in rows)]
-    models += [m for m in _ordered([r["model"] for r in rows]) if m not in models]
+    models += [m for m in ordered([r["model"] for r in rows]) if m not in models]
     batches = sorted({r["per_device_batch"] for r in rows})
     tables = []
     for devices in sorted({r["devices"] for r in rows}):
         for start in range(0, len(models), GROUP):
             group = models[start:start + GROUP]
-            body = [[str(b)] + [_cell(index.get((m, b, devices))) for m in group] for b in batches]
+            body = [[str(b)] + [cell(index.get((m, b, devices))) for m in group] for b in batches]
             tables.append((devices, ["batch size"] + group, body))
     return tables
 
@@ -99,7 +99,7 @@ def rows_table(rows: Sequence[dict]) -> tuple[tuple[str, ...], list[list[str]]]:
 
 def options_table(config: dict) -> tuple[list[str], list[list[str]]]:
     """The study's 'Options' table: batch size per device and optimisation, per model."""
-    models = _ordered(config["models"])
+    models = ordered(config["models"])
     batches = sorted(config["batch_sizes"])
     return (["Options"] + [MODELS.get(m).label for m in models],
             [["Batch size per device"] + [str(device_batch(m, batches)) for m in models],

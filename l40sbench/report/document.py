@@ -1,0 +1,218 @@
+"""report.md and its plots from any mix of results, run folders and references.
+
+Each pipeline's tables in the studies' shapes, one column group per machine so
+several machines sit side by side; each machine's environment block; the
+PNG plots referenced from the Markdown; cost per N images when offers are
+given (or the LeaderGPU study's own when it is an input).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+from l40sbench import cost
+from l40sbench.core.records import write_atomic
+from l40sbench.report import plots
+from l40sbench.report.inputs import Loaded, machine_labels
+from l40sbench.report.tables import environment_block, format_duration, markdown_table
+
+TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str, Callable[[dict], str]]]):
+    """Rows: bases; for each machine, one column per (name, cell function), headed "name [A]".
+
+    Returns (legend line naming each machine's letter, headers, rows).
+    """
+    labels = list(dict.fromkeys(label for label, _ in runs))
+    letters = {label: chr(ord("A") + i) if i < 26 else str(i + 1) for i, label in enumerate(labels)}
+    bases = list(dict.fromkeys(r["base"] for _, r in runs))
+    index = {(label, r["base"]): r for label, r in runs}
+    headers = ["base"] + [f"{name} [{letters[label]}]" for label in labels for name, _ in columns]
+    body = [[base] + [cell(index[(label, base)]) if (label, base) in index else "-"
+                      for label in labels for _, cell in columns] for base in bases]
+    legend = "Machines: " + " · ".join(f"**[{letters[label]}]** {label}" for label in labels)
+    return legend, headers, body
+
+
+def _table(runs, columns) -> list[str]:
+    legend, headers, body = _side_by_side(runs, columns)
+    return [legend, "", markdown_table(headers, body), ""]
+
+
+def _per_epoch(r: dict) -> str:
+    train = r["train"]
+    return format_duration(train["total_seconds"] / train["epochs"]) if train.get("epochs") else "-"
+
+
+TRAIN_COLUMNS = (
+    ("input px", lambda r: str((r.get("config") or {}).get("image_size") or "-")),
+    ("epochs", lambda r: str(r["train"]["epochs"])),
+    ("total", lambda r: format_duration(r["train"]["total_seconds"])),
+    ("per epoch", _per_epoch),
+    ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
+    ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
+)
+INFERENCE_COLUMNS = (
+    ("images", lambda r: str((r.get("inference") or {}).get("images_timed", "-"))),
+    ("mean ms", lambda r: _ms((r.get("inference") or {}).get("mean_ms"))),
+    ("images/s", lambda r: _ms((r.get("inference") or {}).get("images_per_second"))),
+    ("p50 ms", lambda r: _ms((r.get("inference") or {}).get("p50_ms"))),
+    ("p99 ms", lambda r: _ms((r.get("inference") or {}).get("p99_ms"))),
+)
+ACCURACY_COLUMNS = {
+    "classify": (("test accuracy", lambda r: _ms((r.get("accuracy") or {}).get("test_accuracy"))),),
+    "detect": (("mAP@[.5:.95]", lambda r: _ms((r.get("accuracy") or {}).get("map_50_95"))),
+               ("mAP@.5", lambda r: _ms((r.get("accuracy") or {}).get("map_50")))),
+}
+
+
+def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
+    title = TASK_TITLES[task]
+    parts = [f"## {title}", "", "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
+    bars = [(r["base"], label, r["train"]["first_epoch_seconds"], r["train"]["steady_epoch_seconds"],
+             r["train"]["total_seconds"] / r["train"]["epochs"] if r["train"].get("epochs") else None)
+            for label, r in runs if r["train"].get("epochs")]
+    if bars:
+        name = f"epoch_times_{task}.png"
+        plots.epoch_bars(bars, out / name, f"{title}: time per epoch, first epoch against steady")
+        parts += [f"![{title}: time per epoch]({name})", ""]
+    parts += ["### Inference (one image at a time, warm-up excluded)", "", *_table(runs, INFERENCE_COLUMNS)]
+    series = [(f"{r['base']} — {label}", r["inference"]["times_ms"]) for label, r in runs
+              if (r.get("inference") or {}).get("times_ms")]
+    means = [(f"{r['base']} — {label}", r["inference"]["mean_ms"]) for label, r in runs
+             if not (r.get("inference") or {}).get("times_ms") and (r.get("inference") or {}).get("mean_ms")]
+    if series or means:
+        name = f"latency_{task}.png"
+        plots.latency_cdf(series, means, out / name, f"{title}: per-image latency distribution")
+        parts += [f"![{title}: per-image latency]({name})", ""]
+        if means:
+            parts += ["Dashed lines: records that published only a mean (no per-image times to draw).", ""]
+    if any(r.get("accuracy") for _, r in runs):
+        parts += ["### Accuracy on the test split", "", *_table(runs, ACCURACY_COLUMNS[task])]
+    return parts
+
+
+def _scaling_batch(rows: Sequence[dict]) -> int:
+    """One model's batch for the device-count comparison: the study's if it ran (ok) at every device
+    count, else the largest that did, else the synthetic tables' own choice."""
+    from l40sbench.synthetic import tables as sweep_tables
+
+    counts = {r["devices"] for r in rows}
+    batches = sorted({r["per_device_batch"] for r in rows})
+    everywhere = [b for b in batches
+                  if {r["devices"] for r in rows if r["per_device_batch"] == b and r["status"] == "ok"} == counts]
+    preferred = sweep_tables.device_batch(rows[0]["model"], batches)
+    return preferred if preferred in everywhere else max(everywhere) if everywhere else preferred
+
+
+def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
+    from l40sbench.synthetic import tables as sweep_tables
+    from l40sbench.synthetic.models import MODELS
+
+    parts = ["## Synthetic throughput (images/s)", ""]
+    # Side by side: each machine's GPU-count table rows (its per-model batch), one column per machine.
+    labels = list(dict.fromkeys(label for label, _ in runs))
+    cells: dict[tuple, dict[str, str]] = {}
+    by_batch: dict[str, dict[str, list]] = {}
+    by_devices: dict[str, dict[str, list]] = {}
+    for label, record in runs:
+        rows = [r for r in record["rows"] if r.get("mode", "train") == "train"] or list(record["rows"])
+        chosen = {m: _scaling_batch([r for r in rows if r["model"] == m]) for m in {r["model"] for r in rows}}
+        for r in rows:
+            at_study_batch = r["per_device_batch"] == chosen[r["model"]]
+            if at_study_batch:
+                cells.setdefault((r["model"], r["per_device_batch"], r["devices"]), {})[label] = sweep_tables.cell(r)
+            if r["status"] != "ok":
+                continue
+            if at_study_batch:
+                by_devices.setdefault(r["model"], {}).setdefault(label, []).append((r["devices"], r["images_per_second"]))
+            smallest = min(x["devices"] for x in rows if x["model"] == r["model"])
+            if r["devices"] == smallest:
+                by_batch.setdefault(r["model"], {}).setdefault(f"{label} ({smallest} dev.)", []).append(
+                    (r["per_device_batch"], r["images_per_second"]))
+    order = sweep_tables.ordered([k[0] for k in cells])
+    body = [[MODELS.get(m).label if m in MODELS.names() else m, str(b), str(d)] + [per.get(lb, "-") for lb in labels]
+            for (m, b, d), per in sorted(cells.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][2], kv[0][1]))]
+    parts += ["### Side by side, by device count", "",
+              "At each machine's batch per model: the study's batch where it ran at every device count, else the "
+              "largest batch that did.", "",
+              markdown_table(["model", "batch/device", "devices", *labels], body), "", sweep_tables.FOOTNOTE, ""]
+    if by_batch:
+        plots.throughput_vs({m: by_batch[m] for m in order if m in by_batch}, out / "throughput_vs_batch.png",
+                            x_label="batch size per device (log2)",
+                            title="Images/s against batch size per device (training, synthetic data)")
+        parts += ["![Images/s against batch size](throughput_vs_batch.png)", ""]
+    if any(len(points) > 1 for per in by_devices.values() for points in per.values()):
+        plots.throughput_vs({m: by_devices[m] for m in order if m in by_devices}, out / "throughput_vs_devices.png",
+                            x_label="devices (log2)", ideal=True,
+                            title="Images/s against device count, dashed: ideal linear scaling")
+        parts += ["![Images/s against device count](throughput_vs_devices.png)", ""]
+    for label, record in runs:
+        rows = list(record["rows"])
+        parts += [f"### {label}: the study's tables", "", markdown_table(*sweep_tables.device_table(rows)), ""]
+        for devices, headers, table in sweep_tables.batch_tables(rows):
+            parts += [f"{devices} device(s), images/s by batch size per device:", "", markdown_table(headers, table), ""]
+    return parts
+
+
+def _cost_section(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence[cost.Offer],
+                  images: int, out: Path) -> list[str]:
+    priced: list[tuple[str, cost.Priced]] = []
+    notes = []
+    if any(item.origin == "leadergpu-2017" for item in loaded):
+        priced += [("LeaderGPU study (repriced from its own figures)", row) for row, _, _ in cost.reference_rows()]
+        notes.append("The LeaderGPU study's cost table is repriced from its 8-GPU throughputs and prices "
+                     f"({cost.REFERENCE_IMAGES:,} images).")
+    for item, label in zip(loaded, labels):
+        for figure in cost.throughputs(item.record):
+            for offer in offers:
+                if offer.prices(figure, label):
+                    priced.append((label, cost.price(figure.label, images, figure.images_per_second, offer)))
+    if not priced:
+        return ["## Cost", "", "No offers given: `report --catalog FILE` prices every images/s figure on the "
+                "offers that rent as many devices (see `cost --help`).", ""]
+    body = [[row.model, label, row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
+             f"{cost.CURRENCY_SIGNS[row.offer.currency]}{row.offer.price:g}/{row.offer.per}",
+             cost.money(row.cost, row.offer.currency), row.rule] for label, row in priced]
+    plots.cost_bars([(row.model, row.offer.name, row.cost, cost.CURRENCY_SIGNS[row.offer.currency])
+                     for _, row in priced], images, out / "cost.png")
+    return ["## Cost per N images", "", *notes, "",
+            markdown_table(["model", "measured on", "offer", "images", "time", "price", "total cost", "priced by"],
+                           body), "", "![Cost per N images](cost.png)", ""]
+
+
+def write_report(loaded: Sequence[Loaded], out: Path, *, offers: Sequence[cost.Offer] = (),
+                 images: int = cost.REFERENCE_IMAGES) -> Path:
+    """Writes out/report.md and its PNGs; returns the Markdown's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    labels = machine_labels(loaded)
+    parts = ["# l40sbench report", "", "## Inputs", "",
+             markdown_table(["machine", "task", "base", "from", "source"],
+                            [[label, item.record.get("task"), item.record.get("base"), item.origin,
+                              item.record.get("source") or "measured by l40sbench"]
+                             for item, label in zip(loaded, labels)]), ""]
+    parts += ["## Machines", ""]
+    blocks: dict[tuple[str, str], list[str]] = {}  # one block per environment, with the inputs that share it
+    for item, label in zip(loaded, labels):
+        origins = blocks.setdefault((label, environment_block(item.record.get("env") or {})), [])
+        if item.origin not in origins:
+            origins.append(item.origin)
+    for (label, block), origins in blocks.items():
+        parts += [f"**{label}** ({', '.join(origins)})", "", "```", block, "```", ""]
+    for task in TASK_TITLES:
+        runs = [(label, item.record) for item, label in zip(loaded, labels) if item.record.get("task") == task]
+        if runs:
+            parts += _task_section(task, runs, out)
+    sweeps = [(label, item.record) for item, label in zip(loaded, labels) if item.record.get("task") == "synthetic"]
+    if sweeps:
+        parts += _synthetic_section(sweeps, out)
+    parts += _cost_section(loaded, labels, offers, images, out)
+    path = out / "report.md"
+    write_atomic(path, "\n".join(parts))
+    return path

@@ -1,0 +1,176 @@
+"""The report's figures, drawn with matplotlib's Agg backend into PNG files.
+
+Each plot reads without the Markdown around it: a title, axis labels with
+units, and the machine of every series in the legend. matplotlib is imported
+only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+DPI = 110
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    _pyplot().close(fig)
+    return path
+
+
+def _wide_range(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v and v > 0]
+    return bool(positive) and max(positive) / min(positive) > 30
+
+
+def epoch_bars(bars: Sequence[tuple[str, str, float | None, float | None, float | None]], path: Path,
+               title: str) -> Path:
+    """Time per epoch per base and machine: first epoch (hatched) beside the steady epochs.
+
+    bars: (base, machine, first epoch s, steady epoch s, mean epoch s). A record that
+    published only a total (the studies) draws its mean per epoch as one plain bar.
+    """
+    plt = _pyplot()
+    bases = list(dict.fromkeys(b[0] for b in bars))
+    machines = list(dict.fromkeys(b[1] for b in bars))
+    colours = {m: f"C{i % 10}" for i, m in enumerate(machines)}
+    width = 0.8 / (2 * len(machines))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(bases) * len(machines)), 4.5))
+    heights = []
+    for base, machine, first, steady, mean in bars:
+        x0 = bases.index(base) + (machines.index(machine) * 2 - len(machines)) * width + width / 2
+        if first is None and steady is None:
+            ax.bar(x0 + width / 2, mean or 0, 2 * width, color=colours[machine])
+            heights.append(mean)
+            continue
+        ax.bar(x0, first or 0, width, color=colours[machine], hatch="//", edgecolor="white")
+        ax.bar(x0 + width, steady if steady is not None else first, width, color=colours[machine])
+        heights += [first, steady]
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colours[m], label=m) for m in machines]
+    handles += [Patch(facecolor="grey", hatch="//", edgecolor="white", label="first epoch (tracing, warm-up)"),
+                Patch(facecolor="grey", label="steady epoch (mean of 2..N), or mean per epoch if that is all published")]
+    ax.set_xticks(range(len(bases)), bases)
+    ax.set_ylabel("seconds per epoch")
+    if _wide_range(heights):
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds per epoch (log scale)")
+    ax.set_title(title)
+    ax.legend(handles=handles, fontsize="small")
+    return _save(fig, path)
+
+
+def latency_cdf(series: Sequence[tuple[str, Sequence[float]]], means: Sequence[tuple[str, float]], path: Path,
+                title: str) -> Path:
+    """Per-image latency as a cumulative distribution, p50/p90/p99 marked on each curve.
+
+    series: (label naming machine and model, every timed image's ms). means: (label, mean ms)
+    for records that published only a mean (the studies), drawn as dashed vertical lines.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    every = []
+    for index, (label, times) in enumerate(series):
+        ms = np.sort(np.asarray(times, dtype=float))
+        fraction = np.arange(1, ms.size + 1) / ms.size
+        colour = f"C{index % 10}"
+        ax.step(ms, fraction, where="post", color=colour, label=f"{label} (n={ms.size})")
+        for q in (50, 90, 99):
+            value = float(np.percentile(ms, q))
+            ax.plot([value], [q / 100], marker="o", color=colour)
+            ax.annotate(f"p{q} {value:.3g}", (value, q / 100), textcoords="offset points", xytext=(4, -10),
+                        fontsize="x-small", color=colour)
+        every += ms.tolist()
+    for index, (label, mean) in enumerate(means, start=len(series)):
+        ax.axvline(mean, linestyle="--", color=f"C{index % 10}", label=f"{label}: mean {mean:.3g} ms (no per-image times)")
+        every.append(mean)
+    ax.set_xlabel("latency per image (ms)")
+    if _wide_range(every):
+        ax.set_xscale("log")
+        ax.set_xlabel("latency per image (ms, log scale)")
+    ax.set_ylabel("fraction of images at or below")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.legend(fontsize="x-small", loc="lower right")
+    return _save(fig, path)
+
+
+def _model_grid(plt, models: Sequence[str]):
+    cols = min(3, len(models))
+    rows = math.ceil(len(models) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(models):]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def throughput_vs(curves: dict[str, dict[str, list[tuple[int, float]]]], path: Path, *, x_label: str, title: str,
+                  ideal: bool = False) -> Path:
+    """Images/s against batch size or device count, one panel per model, one line per machine.
+
+    curves: model -> machine -> [(x, images/s)]. With `ideal`, each line's linear scaling from
+    its smallest x is drawn dashed (perfect weak scaling).
+    """
+    plt = _pyplot()
+    models = list(curves)
+    fig, axes = _model_grid(plt, models)
+    machines = list(dict.fromkeys(m for per in curves.values() for m in per))
+    for ax, model in zip(axes, models):
+        for machine, points in curves[model].items():
+            colour = f"C{machines.index(machine) % 10}"
+            xs, ys = zip(*sorted(points))
+            ax.plot(xs, ys, marker="o", color=colour, label=machine)
+            if ideal and len(xs) > 1:
+                ax.plot(xs, [ys[0] * x / xs[0] for x in xs], linestyle="--", color=colour, alpha=0.6,
+                        label="dashed: ideal, linear from each line's first point")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(model)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("images/s (log scale)")
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.suptitle(title)
+    fig.legend(handles, labels, loc="lower center", fontsize="x-small", ncol=min(3, len(labels)),
+               bbox_to_anchor=(0.5, 0.0))
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, (0.3 + 0.2 * math.ceil(len(labels) / 3)) / height, 1, 1 - 0.4 / height))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def cost_bars(bars: Sequence[tuple[str, str, float, str]], images: int, path: Path) -> Path:
+    """Cost of N images per (model, offer) as horizontal bars; bars: (model, offer, cost, currency sign)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8.0, 1.0 + 0.35 * len(bars)))
+    offers = list(dict.fromkeys(b[1] for b in bars))
+    labels = [f"{model} | {offer}" for model, offer, _, _ in bars]
+    ax.barh(range(len(bars)), [b[2] for b in bars], color=[f"C{offers.index(b[1]) % 10}" for b in bars])
+    for i, (_, _, cost, sign) in enumerate(bars):
+        ax.annotate(f"{sign}{cost:.2f}", (cost, i), textcoords="offset points", xytext=(3, -3), fontsize="x-small")
+    ax.set_yticks(range(len(bars)), labels, fontsize="small")
+    ax.invert_yaxis()
+    signs = sorted({b[3].strip() for b in bars})
+    ax.set_xlabel(f"cost of {images:,} images ({', '.join(signs)})")
+    ax.set_title(f"Cost per {images:,} images, by model and offer")
+    return _save(fig, path)

@@ -1,0 +1,102 @@
+"""report: real tiny runs beside the studies' records, in one Markdown report with valid plots."""
+
+import json
+
+import pytest
+from PIL import Image
+
+from l40sbench.report import inputs
+from l40sbench.report.tables import format_duration
+from tests.conftest import assert_one_line_exit_2, run_cli
+
+
+@pytest.fixture(scope="module")
+def report(tiny_runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    catalog = out / "offers.toml"
+    catalog.write_text('[[offer]]\nname = "one CPU box"\nprice = 0.5\nunit = "hour"\ncurrency = "USD"\n')
+    result = run_cli("report", tiny_runs["vgg19"], tiny_runs["xception"], tiny_runs["ssd_resnet50_fpn"] / "result.json",
+                     "l40s", "leadergpu-2017", "--out", out / "r", "--catalog", catalog, "--images", "1000")
+    assert result.returncode == 0, result.stderr
+    return out / "r", (out / "r" / "report.md").read_text()
+
+
+def _row(text: str, first_cell: str, after: str) -> list[str]:
+    """The cells of the first Markdown row starting with first_cell below the heading `after`."""
+    section = text[text.index(after):]
+    line = next(line for line in section.splitlines() if line.startswith(f"| {first_cell} "))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
+    out, text = report
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    here = inputs.machine(record)
+    assert f"**[A]** {here} · **[B]** NVIDIA L40S (study)" in text
+    # vgg19: this run's training figures, then the study's, in one row.
+    cells = _row(text, "vgg19", "## Classification")
+    train = record["train"]
+    assert cells[1:7] == ["32", "3", format_duration(train["total_seconds"]), format_duration(train["total_seconds"] / 3),
+                          format_duration(train["first_epoch_seconds"]), format_duration(train["steady_epoch_seconds"])]
+    assert cells[7:] == ["-", "10", "54.982s", "5.498s", "-", "-"]
+    inference = _row(text, "vgg19", "### Inference")
+    assert inference[1:3] == ["7", f"{record['inference']['mean_ms']:.3f}"] and inference[6:9] == ["139", "5.991", "166.915"]
+    assert _row(text, "xception", "## Classification")[8:10] == ["10", "1m21.964s"]  # the study's xception
+    detect = _row(text, "ssd_resnet50_fpn", "## Object detection")
+    assert detect[2] == "2" and detect[8:10] == ["200", "25m59.613s"]
+    assert "### Accuracy on the test split" in text and "mAP@[.5:.95]" in text
+    for heading in ("## Inputs", "## Machines", "Calibration (same run)", "## Synthetic throughput (images/s)",
+                    "## Cost per N images"):
+        assert heading in text
+
+
+def test_every_plot_is_a_valid_image_of_plausible_size(report):
+    out, text = report
+    expected = {"epoch_times_classify.png", "epoch_times_detect.png", "latency_classify.png", "latency_detect.png",
+                "throughput_vs_batch.png", "throughput_vs_devices.png", "cost.png"}
+    assert {p.name for p in out.glob("*.png")} == expected
+    for name in expected:
+        assert f"]({name})" in text, name
+        with Image.open(out / name) as image:
+            image.verify()
+        with Image.open(out / name) as image:
+            width, height = image.size
+            assert 500 <= width <= 3000 and 300 <= height <= 3000, (name, image.size)
+            colours = image.convert("L").getextrema()
+            assert colours[1] - colours[0] > 100, name  # drawn, not blank
+        assert (out / name).stat().st_size > 15_000, name
+
+
+def test_the_leadergpu_tables_sit_side_by_side_and_are_priced(report):
+    _, text = report
+    header = next(line for line in text.splitlines() if line.startswith("| model ") and "batch/device" in line)
+    machines = [cell.strip() for cell in header.strip("|").split("|")][3:]
+    assert len(machines) == 5 and machines[1].startswith("LeaderGPU ltbv17/14/16, GTX 1080")
+    rows = [line for line in text.splitlines() if line.startswith("| ResNet-50 ") and "| 64 " in line]
+    eight = next([c.strip() for c in line.strip("|").split("|")] for line in rows if line.split("|")[3].strip() == "8")
+    assert eight[3:] == ["-", "949.72", "-", "384.00", "387.00"]  # GTX 1080, AWS and Google at 8 GPUs
+    assert "-* : out of memory" in text
+    cost = text[text.index("## Cost per N images"):]
+    assert "€1.34" in cost and "12m 09s" in cost  # the study's LeaderGPU Inception V3 row
+    # The catalog's 1-device offer prices this machine's inference figures (1,000 images at $0.50/hour).
+    assert "vgg19 classify inference" in cost and "one CPU box" in cost and "ssd_resnet50_fpn detect inference" in cost
+
+
+def test_two_runs_of_one_machine_are_told_apart():
+    record = {"task": "classify", "base": "vgg19", "env": {"cpu": "X", "cpu_count": 2, "timestamp_utc": "T1"}}
+    later = {**record, "env": {**record["env"], "timestamp_utc": "T2"}}
+    labels = inputs.machine_labels([inputs.Loaded("a", record), inputs.Loaded("b", later)])
+    assert labels == ["X (2 cores), T1", "X (2 cores), T2"]
+    assert inputs.machine_labels([inputs.Loaded("a", record)]) == ["X (2 cores)"]
+    gpu = {"env": {"devices": [{"type": "GPU", "model": "NVIDIA H200"}] * 2}}
+    assert inputs.machine(gpu) == "2x NVIDIA H200"
+
+
+def test_bad_report_input_is_one_line_and_exit_2(tmp_path):
+    assert_one_line_exit_2(run_cli("report", "/no/such/run", "--out", tmp_path / "r"),
+                           "no such result file or folder: /no/such/run")
+    assert_one_line_exit_2(run_cli("report", tmp_path, "--out", tmp_path / "r"), "holds no result.json")
+    assert_one_line_exit_2(run_cli("report", "l40s"), "the following arguments are required: --out")
+    (tmp_path / "file").write_text("x")
+    assert_one_line_exit_2(run_cli("report", "l40s", "--out", tmp_path / "file" / "r"), "cannot write results to")
+    assert not (tmp_path / "r").exists()
