@@ -34,8 +34,29 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _add_tfds_flags(p) -> None:
+    p.add_argument("--tfds-data-dir", type=Path, metavar="DIR",
+                   help="where TFDS sets are prepared (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets)")
+    p.add_argument("--tfds-splits", metavar="TRAIN,TEST",
+                   help="the two splits of a tfds: set, in TFDS slicing syntax, e.g. 'train[:80%%],train[80%%:]' "
+                        "(default: train,test when the set has both)")
+
+
+def _data_flags(args) -> dict:
+    """--data and the --tfds-* flags as config values; a tfds: reference is checked here, before anything loads."""
+    if args.data is None or not args.data.startswith("tfds:"):
+        if args.tfds_splits or args.tfds_data_dir:
+            raise UserError("--tfds-data-dir and --tfds-splits go with --data tfds:NAME")
+        return {"data": None if args.data is None else Path(args.data)}
+    from l40sbench.tfds_source import TfdsRef
+
+    ref = TfdsRef.parse(args.data, args.tfds_data_dir, args.tfds_splits)
+    return {"data": args.data, "tfds_data_dir": ref.data_dir, "tfds_splits": ref.splits}
+
+
 def _add_run_flags(p) -> None:
     """Flags every benchmark run takes."""
+    _add_tfds_flags(p)
     p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go; detect also writes the COCO ground truth "
                         "and detections it scored there (default: results/<run-id>/)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -58,7 +79,8 @@ def _add_classify(subparsers) -> None:
         ),
     )
     p.add_argument("--base", default="xception", help=f"base model: {', '.join(BASES.names())} (default: xception)")
-    p.add_argument("--data", type=Path, help="DIR with DIR/train/<class>/* and DIR/test/<class>/* (default: the stand-in)")
+    p.add_argument("--data", help="DIR with DIR/train/<class>/* and DIR/test/<class>/*, or tfds:NAME[:VERSION], a "
+                                   "TensorFlow Datasets set (default: the stand-in)")
     p.add_argument("--epochs", type=int, default=10, help="training epochs (default: 10, the article's)")
     p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
     p.add_argument("--image-size", type=int, help="square input size in pixels (default: the base's own, e.g. 299 for xception)")
@@ -93,8 +115,9 @@ def _add_detect(subparsers) -> None:
     )
     p.add_argument("--base", default="ssd_resnet50_fpn",
                    help=f"detector: {', '.join(DETECTORS.names())} (default: ssd_resnet50_fpn)")
-    p.add_argument("--data", type=Path,
-                   help="DIR with train_zip/train and test_zip/test (or train/, test/): JPEGs with same-named VOC .xml")
+    p.add_argument("--data",
+                   help="DIR with train_zip/train and test_zip/test (or train/, test/): JPEGs with same-named VOC .xml; "
+                        "or tfds:NAME[:VERSION], a TensorFlow Datasets set with objects/bbox and objects/label")
     p.add_argument("--epochs", type=int, help="training epochs (default: 200, the article's; 1 when no GPU is visible)")
     p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
     p.add_argument("--image-size", type=int, default=640, help="square model input, a multiple of 32 (default: 640)")
@@ -263,10 +286,11 @@ def _add_datasets(subparsers) -> None:
         description="Print the article's dataset table (images per split and class) and list unreadable files.",
     )
     stats.add_argument(
-        "--data", type=Path,
+        "--data",
         help="DIR: folder-per-class (train/<class>/, test/<class>/) or Pascal VOC (train_zip/train/*.jpg + .xml, "
-             "or train/, test/) (default: the stand-in of --task)",
+             "or train/, test/); or tfds:NAME[:VERSION] (default: the stand-in of --task)",
     )
+    _add_tfds_flags(stats)
     stats.add_argument(
         "--task", choices=("classify", "detect"),
         help="which layout to read (default: VOC when the train folder holds .xml files, else folder-per-class)",
@@ -362,7 +386,7 @@ def _cmd_classify(args) -> int:
 
     config = _config(
         ClassifyConfig,
-        base=args.base, data=args.data, epochs=args.epochs, batch_size=args.batch_size,
+        base=args.base, **_data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
     )
@@ -378,7 +402,7 @@ def _cmd_detect(args) -> int:
     classes = tuple(c.strip() for c in args.classes.split(",") if c.strip()) if args.classes else None
     config = _config(
         DetectConfig,
-        base=args.base, data=args.data, epochs=args.epochs, batch_size=args.batch_size,
+        base=args.base, **_data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, init_checkpoint=args.init_checkpoint, classes=classes, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
         export=args.export, strict=args.strict,
@@ -641,6 +665,12 @@ def _is_voc(root: Path) -> bool:
 def _cmd_datasets_stats(args) -> int:
     from l40sbench.report import tables
 
+    if args.data is not None and args.data.startswith("tfds:"):
+        return _tfds_stats(args)
+    if args.tfds_splits or args.tfds_data_dir:
+        raise UserError("--tfds-data-dir and --tfds-splits go with --data tfds:NAME")
+    args.data = None if args.data is None else Path(args.data)
+
     task = args.task or ("detect" if args.data is not None and _is_voc(args.data) else "classify")
     if task == "detect":
         from l40sbench.detect import voc
@@ -665,6 +695,21 @@ def _cmd_datasets_stats(args) -> int:
     print(f"{root}{' (generated stand-in)' if args.data is None else ''}: images per class")
     print(tables.dataset_table(checked.counts))
     _print_unreadable(checked.skipped_files)
+    return 0
+
+
+def _tfds_stats(args) -> int:
+    from l40sbench import tfds_source
+    from l40sbench.report import tables
+
+    ref = tfds_source.TfdsRef.parse(args.data, args.tfds_data_dir, args.tfds_splits)
+    builder = tfds_source.open_builder(ref, _log)
+    splits = tfds_source.resolve_splits(builder, ref)
+    task = args.task or ("detect" if "objects" in builder.info.features.keys() else "classify")
+    counts, images = tfds_source.split_counts(builder, splits, task)
+    print(f"{tfds_source.source_label(builder, ref, splits)}: {'objects' if task == 'detect' else 'images'} per class")
+    print(tables.dataset_table(counts, images))
+    print("\nunreadable files: not checked here for TFDS sets (classify and detect skip and list them)")
     return 0
 
 

@@ -18,7 +18,9 @@ class ClassifyConfig:
     """
 
     base: str = "xception"
-    data: Path | None = None
+    data: Path | str | None = None  # a folder, or "tfds:NAME[:VERSION]"
+    tfds_data_dir: Path | None = None
+    tfds_splits: tuple[str, str] | None = None
     epochs: int = 10
     batch_size: int = ARTICLE_BATCH_SIZE
     image_size: int | None = None

@@ -13,7 +13,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -114,10 +114,15 @@ def _content_key(layout: Layout, image_size: int) -> str:
     return digest.hexdigest()[:32]
 
 
-def decode_layout(
-    layout: Layout, image_size: int | None, *, strict: bool = False, log: Log = lambda _: None
+# One image to decode: (class index, where it comes from for messages, a function returning its bytes).
+Item = tuple[int, str, Callable[[], bytes]]
+
+
+def decode_items(
+    classes: tuple[str, ...], items: dict[str, Iterable[Item]], image_size: int | None, *, total: int | None = None,
+    strict: bool = False, log: Log = lambda _: None,
 ) -> ImageSet:
-    """Decodes every file; unreadable ones are skipped (or, with strict, an error).
+    """Decodes each split's items by content; unreadable ones are skipped (or, with strict, an error).
 
     With image_size None the images are only checked, not kept (for `datasets stats`).
     """
@@ -125,36 +130,46 @@ def decode_layout(
     y: dict[str, np.ndarray] = {}
     skipped: list[str] = []
     counts: dict[str, dict[str, int]] = {}
-    total = sum(len(paths) for by_class in layout.files.values() for paths in by_class.values())
-    report_every = max(total // 10, 100)
+    report_every = max((total or 0) // 10, 100)
     done = 0
-    for split in SPLITS:
+    for split, split_items in items.items():
         images, labels = [], []
-        counts[split] = {}
-        for label, name in enumerate(layout.classes):
-            kept = 0
-            for path in layout.files[split][name]:
-                done += 1
-                if done % report_every == 0:
-                    log(f"  decoded {done}/{total}")
-                rgb = decode_rgb(path.read_bytes())
-                if rgb is None:
-                    if strict:
-                        raise UserError(f"unreadable image (--strict): {path}")
-                    log(f"warning: skipping unreadable image {path}")
-                    skipped.append(str(path))
-                    continue
-                kept += 1
-                if image_size is not None:
-                    images.append(resize_square(rgb, image_size))
-                    labels.append(label)
-            counts[split][name] = kept
-            if kept == 0:
-                raise UserError(f"no readable images in {layout.root / split / name}")
+        counts[split] = {name: 0 for name in classes}
+        for label, where, read in split_items:
+            done += 1
+            if done % report_every == 0:
+                log(f"  decoded {done}/{total or '?'}")
+            rgb = decode_rgb(read())
+            if rgb is None:
+                if strict:
+                    raise UserError(f"unreadable image (--strict): {where}")
+                log(f"warning: skipping unreadable image {where}")
+                skipped.append(where)
+                continue
+            counts[split][classes[label]] += 1
+            if image_size is not None:
+                images.append(resize_square(rgb, image_size))
+                labels.append(label)
         size = image_size or 0
         x[split] = np.stack(images) if images else np.zeros((0, size, size, 3), np.uint8)
         y[split] = np.asarray(labels, dtype=np.int32)
-    return ImageSet(layout.classes, x, y, tuple(skipped), False, counts)
+    return ImageSet(classes, x, y, tuple(skipped), False, counts)
+
+
+def decode_layout(
+    layout: Layout, image_size: int | None, *, strict: bool = False, log: Log = lambda _: None
+) -> ImageSet:
+    """Decodes every file of a folder layout; a class left with no readable image is an error."""
+    items = {split: [(label, str(path), path.read_bytes)
+                     for label, name in enumerate(layout.classes) for path in layout.files[split][name]]
+             for split in SPLITS}
+    total = sum(len(v) for v in items.values())
+    images = decode_items(layout.classes, items, image_size, total=total, strict=strict, log=log)
+    for split in SPLITS:
+        for name in layout.classes:
+            if images.counts[split][name] == 0:
+                raise UserError(f"no readable images in {layout.root / split / name}")
+    return images
 
 
 def _save_cache(path: Path, images: ImageSet) -> None:
@@ -182,6 +197,21 @@ def _load_cache(path: Path) -> ImageSet | None:
     return ImageSet(tuple(meta["classes"]), x, y, tuple(meta["skipped_files"]), True, meta["counts"])
 
 
+def cached_images(cache_path: Path | None, make: Callable[[], ImageSet], *, strict: bool = False,
+                  log: Log = lambda _: None) -> ImageSet:
+    """The decoded set from cache_path when it holds it, else make() (then saved there)."""
+    if cache_path is not None:
+        cached = _load_cache(cache_path) if cache_path.is_file() else None
+        # A strict run must still fail on a set whose cached decode skipped files.
+        if cached is not None and not (strict and cached.skipped_files):
+            log(f"decoded images from cache {cache_path}")
+            return cached
+    images = make()
+    if cache_path is not None:
+        _save_cache(cache_path, images)
+    return images
+
+
 def load_images(
     layout: Layout,
     image_size: int,
@@ -191,16 +221,10 @@ def load_images(
     log: Log = lambda _: None,
 ) -> ImageSet:
     """Decoded, resized images for the layout, from the disk cache when it has them."""
-    cache_path = None
-    if cache_dir is not None:
-        cache_path = Path(cache_dir) / f"classify-{_content_key(layout, image_size)}.npz"
-        cached = _load_cache(cache_path) if cache_path.is_file() else None
-        # A strict run must still fail on a set whose cached decode skipped files.
-        if cached is not None and not (strict and cached.skipped_files):
-            log(f"decoded images from cache {cache_path}")
-            return cached
-    log(f"decoding images at {image_size}x{image_size} (cached for later runs) ...")
-    images = decode_layout(layout, image_size, strict=strict, log=log)
-    if cache_path is not None:
-        _save_cache(cache_path, images)
-    return images
+    cache_path = None if cache_dir is None else Path(cache_dir) / f"classify-{_content_key(layout, image_size)}.npz"
+
+    def make() -> ImageSet:
+        log(f"decoding images at {image_size}x{image_size} (cached for later runs) ...")
+        return decode_layout(layout, image_size, strict=strict, log=log)
+
+    return cached_images(cache_path, make, strict=strict, log=log)

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import calibration, paths
+from l40sbench import calibration, paths, tfds_source
 from l40sbench.classify import data as data_mod
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
@@ -130,11 +130,15 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     image_size = resolve_image_size(config)
     if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
         raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
-    layout, source = resolve_data(config, log)
-    layout = layout.limited(config.limit)
-    images = data_mod.load_images(
-        layout, image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
-    )
+    if tfds_source.is_tfds(config.data):
+        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
+        images, source = tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
+                                                         cache_dir=paths.cache_dir(), log=log)
+    else:
+        layout, source = resolve_data(config, log)
+        images = data_mod.load_images(
+            layout.limited(config.limit), image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
+        )
     dataset = DatasetInfo(
         source=source,
         train_images=int(len(images.y["train"])),

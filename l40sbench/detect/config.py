@@ -21,7 +21,9 @@ class DetectConfig:
     """
 
     base: str = "ssd_resnet50_fpn"
-    data: Path | None = None
+    data: Path | str | None = None  # a folder, or "tfds:NAME[:VERSION]"
+    tfds_data_dir: Path | None = None
+    tfds_splits: tuple[str, str] | None = None
     epochs: int | None = None
     batch_size: int = ARTICLE_BATCH_SIZE
     image_size: int = 640

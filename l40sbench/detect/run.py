@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import calibration, paths
+from l40sbench import calibration, paths, tfds_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
@@ -41,7 +41,14 @@ def standin_path() -> Path:
 
 
 def load_annotations(config: DetectConfig, log: Log):
-    """(train, test, classes, source, skipped files) from --data or the stand-in, --limit applied."""
+    """(train, test, classes, source, skipped files, images dropped per split) from --data (a VOC folder or
+    a TFDS set) or the stand-in, --limit applied."""
+    if tfds_source.is_tfds(config.data):
+        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
+        got = tfds_source.load_detection(ref, config.classes, strict=config.strict, cache_dir=paths.cache_dir(),
+                                         log=log)
+        return (_spread(got.train, config.limit), _spread(got.test, config.limit), got.classes, got.source,
+                got.skipped_files, got.dropped)
     if config.data is None:
         root = ensure_standin(standin_path())
         log(f"data: generated stand-in for Kaggle 'Fruit Images for Object Detection' at {root} (not the real set)")
@@ -56,7 +63,7 @@ def load_annotations(config: DetectConfig, log: Log):
     if not classes:
         raise UserError(f"no objects in the annotations under {root}")
     return (_spread(train, config.limit), _spread(test, config.limit), tuple(classes), source,
-            tuple(skipped_train + skipped_test))
+            tuple(skipped_train + skipped_test), {})
 
 
 def _spread(annotations: list, limit: int | None) -> list:
@@ -185,7 +192,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     spec = DETECTORS.get(config.base)
     _check_checkpoint(config.init_checkpoint)
     _check_export_dir(config.export)
-    train, test, classes, source, skipped = load_annotations(config, log)
+    train, test, classes, source, skipped, dropped = load_annotations(config, log)
     dataset = DatasetInfo(
         source=source, train_images=len(train), test_images=len(test),
         classes={"train": voc.object_counts(train), "test": voc.object_counts(test)}, skipped_files=skipped,
@@ -217,6 +224,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
 
     components: dict[str, list[float]] = {}
     notes: dict = {"loss_components_per_epoch": components}
+    if dropped:
+        notes["images_dropped_without_selected_class"] = dropped
     epochs = config.epochs
     if epochs is None:
         epochs = ARTICLE_EPOCHS if has_gpu() else 1

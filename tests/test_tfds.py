@@ -1,0 +1,152 @@
+"""TensorFlow Datasets as a data source: real TFDS sets built here from the stand-ins, no mocks.
+
+The sets are made with TFDS's own adhoc builder (store_as_tfds_dataset) and prepared into a
+temporary data dir; the CLI then reads them in fresh interpreters, where no builder code for
+them exists, as a set prepared elsewhere and copied in would be read.
+"""
+
+import json
+import shutil
+import time
+
+import pytest
+
+from tests.conftest import assert_one_line_exit_2, run_cli
+
+CATS = "l40s_cats_standin"
+FRUITS = "l40s_fruits_standin"
+
+
+def _build_sets(data_dir):
+    import tensorflow_datasets as tfds
+
+    from l40sbench.classify import standin as cats_standin
+    from l40sbench.classify.run import standin_path as cats_path
+    from l40sbench.detect import voc
+    from l40sbench.detect.run import standin_path as fruits_path
+    from l40sbench.detect.standin import ensure_standin as fruits_standin
+
+    cats_root = cats_standin.ensure_standin(cats_path())
+    classes = sorted(p.name for p in (cats_root / "train").iterdir())
+    splits = {split: [(f"{split}/{name}/{path.name}", {"image": str(path), "label": label})
+                      for label, name in enumerate(classes) for path in sorted((cats_root / split / name).iterdir())]
+              for split in ("train", "test")}
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name=CATS, version="1.0.0", data_dir=str(data_dir), split_datasets=splits,
+        features=tfds.features.FeaturesDict({"image": tfds.features.Image(),
+                                             "label": tfds.features.ClassLabel(names=classes)}))
+
+    fruits_root = fruits_standin(fruits_path())
+    names = ["apple", "banana", "orange"]
+    detect_splits = {}
+    for split in ("train", "test"):
+        annotations, _ = voc.load_split(fruits_root, split)
+        detect_splits[split] = [
+            (a.image_path.name, {"image": str(a.image_path), "objects": {
+                "bbox": [tfds.features.BBox(o.ymin / a.height, o.xmin / a.width, o.ymax / a.height, o.xmax / a.width)
+                         for o in a.objects],
+                "label": [names.index(o.name) for o in a.objects]}})
+            for a in annotations]
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name=FRUITS, version="1.0.0", data_dir=str(data_dir), split_datasets=detect_splits,
+        features=tfds.features.FeaturesDict({
+            "image": tfds.features.Image(),
+            "objects": tfds.features.Sequence({"bbox": tfds.features.BBoxFeature(),
+                                               "label": tfds.features.ClassLabel(names=names)})}))
+    return cats_standin.COUNTS
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Both sets prepared in one data dir, then copied to another (as from another machine)."""
+    built = tmp_path_factory.mktemp("tfds_built")
+    _build_sets(built)
+    copied = tmp_path_factory.mktemp("tfds_copied") / "data"
+    shutil.copytree(built, copied)
+    return copied
+
+
+def _table(stdout: str) -> dict:
+    rows = [[c.strip() for c in line.split("|")] for line in stdout.splitlines() if "|" in line and "-+-" not in line]
+    header, *body = rows
+    return {row[0]: dict(zip(header[1:], map(int, row[1:]))) for row in body}
+
+
+def test_stats_of_a_classification_set_match_the_standin(data_dir):
+    from l40sbench.classify.standin import COUNTS
+
+    result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir)
+    assert result.returncode == 0, result.stderr
+    assert f"tfds:{CATS}:1.0.0 (splits train, test" in result.stdout
+    table = _table(result.stdout)
+    for split, counts in COUNTS.items():
+        assert table[split] == {**counts, "images": sum(counts.values())}
+
+
+def test_stats_of_a_detection_set_count_objects_per_class(data_dir):
+    from l40sbench.detect.standin import COUNTS
+
+    result = run_cli("datasets", "stats", "--data", f"tfds:{FRUITS}:1.0.0", "--tfds-data-dir", data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "objects per class" in result.stdout
+    table = _table(result.stdout)
+    for split, counts in COUNTS.items():
+        assert table[split] == counts
+
+
+def test_classify_through_tfds_end_to_end_then_from_the_decoded_cache(data_dir, tmp_path):
+    args = ["classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train,test[:50%]",
+            "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1",
+            "--weights", "none"]
+    first = run_cli(*args, "--output-dir", tmp_path / "a")
+    assert first.returncode == 0, first.stderr
+    assert "decoding TFDS" in first.stderr and "from cache" not in first.stderr
+    record = json.loads((tmp_path / "a" / "result.json").read_text())
+    assert record["dataset"]["source"].startswith(f"tfds:{CATS}:1.0.0 (splits train, test[:50%]")
+    assert record["dataset"]["classes"] == {"train": {"cats": 4, "dogs": 4}, "test": {"cats": 4, "dogs": 4}}
+    assert record["config"]["data"] == f"tfds:{CATS}" and record["config"]["tfds_splits"] == ["train", "test[:50%]"]
+    assert record["complete"] and record["inference"]["images_timed"] == 7
+    second = run_cli(*args, "--output-dir", tmp_path / "b")
+    assert second.returncode == 0, second.stderr
+    assert "decoded images from cache" in second.stderr and "decoding TFDS" not in second.stderr
+    again = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert again["dataset"] == record["dataset"]
+
+
+def test_detect_through_tfds_with_a_class_subset(data_dir, tmp_path):
+    result = run_cli("detect", "--data", f"tfds:{FRUITS}", "--tfds-data-dir", data_dir, "--classes", "apple,banana",
+                     "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4", "--batch-size", "2",
+                     "--epochs", "1", "--output-dir", tmp_path)
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["dataset"]["source"].startswith(f"tfds:{FRUITS}:1.0.0")
+    assert record["dataset"]["train_images"] == 4 and record["dataset"]["test_images"] == 4
+    assert set(record["dataset"]["classes"]["train"]) <= {"apple", "banana"}
+    dropped = record["notes"]["images_dropped_without_selected_class"]
+    assert dropped["train"] > 0 and dropped["test"] > 0 and "dropped images without an object" in result.stderr
+    assert record["accuracy"]["map_50_95"] is not None and record["inference"]["images_timed"] == 3
+
+
+def test_a_missing_set_is_one_line_and_exit_2_quickly(tmp_path):
+    started = time.monotonic()
+    result = run_cli("classify", "--data", "tfds:no_such_set_anywhere", "--tfds-data-dir", tmp_path, "--epochs", "1")
+    assert_one_line_exit_2(result, f"is not prepared in {tmp_path}")
+    assert "tfds build no_such_set_anywhere --data_dir DIR" in result.stderr
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["classify", "--data", "tfds:"], "expected tfds:NAME or tfds:NAME:VERSION"),
+    (["detect", "--data", "tfds:a:b:c"], "expected tfds:NAME or tfds:NAME:VERSION"),
+    (["classify", "--data", "tfds:x", "--tfds-splits", "train"], "--tfds-splits takes TRAIN,TEST"),
+    (["classify", "--tfds-splits", "train,test"], "go with --data tfds:NAME"),
+    (["datasets", "stats", "--tfds-data-dir", "/tmp"], "go with --data tfds:NAME"),
+])
+def test_bad_tfds_flags_are_one_line_and_exit_2(args, fragment):
+    assert_one_line_exit_2(run_cli(*args), fragment)
+
+
+def test_splits_a_set_lacks_are_refused_with_the_slicing_hint(data_dir):
+    result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir,
+                     "--tfds-splits", "train,validation")
+    assert_one_line_exit_2(result, "'validation' is not a split of")
