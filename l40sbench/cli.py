@@ -667,9 +667,7 @@ def _cmd_datasets_stats(args) -> int:
 
     if args.data is not None and args.data.startswith("tfds:"):
         return _tfds_stats(args)
-    if args.tfds_splits or args.tfds_data_dir:
-        raise UserError("--tfds-data-dir and --tfds-splits go with --data tfds:NAME")
-    args.data = None if args.data is None else Path(args.data)
+    args.data = _data_flags(args)["data"]
 
     task = args.task or ("detect" if args.data is not None and _is_voc(args.data) else "classify")
     if task == "detect":

@@ -91,8 +91,11 @@ def open_builder(ref: TfdsRef, log: Log, timeout_s: float = PREPARE_TIMEOUT_S):
     root = ref.data_root()
     prepare = (f"prepare it where there is network with `tfds build {ref.spec} --data_dir DIR`, copy DIR here "
                f"and pass --tfds-data-dir DIR")
+    def builder_now():
+        return tfds.builder(ref.spec, data_dir=str(ref.data_dir) if ref.data_dir else None)
+
     try:
-        builder = tfds.builder(ref.spec, data_dir=str(ref.data_dir) if ref.data_dir else None)
+        builder = builder_now()
     except Exception as exc:  # DatasetNotFoundError and friends: not registered and not in the data dir
         raise UserError(f"TFDS set {ref.spec!r} is not prepared in {root} and is not a dataset TFDS knows "
                         f"({_first_line(exc)}); {prepare}") from None
@@ -104,7 +107,7 @@ def open_builder(ref: TfdsRef, log: Log, timeout_s: float = PREPARE_TIMEOUT_S):
         log(f"TFDS set {ref.spec} is not prepared in {root}; trying to prepare it (at most {timeout_s:.0f} s) ...")
         reason = _prepare_bounded(ref, timeout_s)
         if reason is None:
-            builder = tfds.builder(ref.spec, data_dir=str(ref.data_dir) if ref.data_dir else None)
+            builder = builder_now()
             if builder.is_prepared():
                 return builder
             reason = "it ended without a prepared set"

@@ -37,6 +37,11 @@ def _git_commit() -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
+def gpu_models(env: dict) -> list[str]:
+    """The model (else the name) of each GPU an environment block lists; empty on a CPU-only machine."""
+    return [d.get("model") or d.get("name") for d in env.get("devices") or () if d.get("type") == "GPU"]
+
+
 def _tensorflow_facts() -> dict:
     """Versions and devices, read only if the run already imported TensorFlow."""
     tf = sys.modules.get("tensorflow")

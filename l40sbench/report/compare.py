@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from l40sbench.core.env import gpu_models
+from l40sbench.report.tables import mean_epoch_seconds
+
 KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size")
 LOWER, HIGHER, ACCURACY = "time", "rate", "accuracy"
 
@@ -35,7 +38,7 @@ class Line:
 
 
 def _gpus(record: dict) -> int:
-    return sum(d.get("type") == "GPU" for d in (record.get("env") or {}).get("devices") or ()) or 1
+    return len(gpu_models(record.get("env") or {})) or 1
 
 
 def lines(record: dict) -> list[Line]:
@@ -50,9 +53,8 @@ def lines(record: dict) -> list[Line]:
                              r.get("precision"), None), r["status"], figures))
         return out
     config, train, inference = record.get("config") or {}, record.get("train") or {}, record.get("inference") or {}
-    epochs = train.get("epochs") or 0
     figures = {
-        "epoch s (mean)": (train["total_seconds"] / epochs if epochs and train.get("total_seconds") else None, LOWER),
+        "epoch s (mean)": (mean_epoch_seconds(train) or None, LOWER),
         "first epoch s": (train.get("first_epoch_seconds"), LOWER),
         "steady epoch s": (train.get("steady_epoch_seconds"), LOWER),
         "inference ms/image": (inference.get("mean_ms"), LOWER),

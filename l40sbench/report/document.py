@@ -15,7 +15,7 @@ from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.report import plots
 from l40sbench.report.inputs import Loaded, machine_labels
-from l40sbench.report.tables import environment_block, format_duration, markdown_table
+from l40sbench.report.tables import environment_block, format_duration, markdown_table, mean_epoch_seconds
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
 
@@ -45,16 +45,11 @@ def _table(runs, columns) -> list[str]:
     return [legend, "", markdown_table(headers, body), ""]
 
 
-def _per_epoch(r: dict) -> str:
-    train = r["train"]
-    return format_duration(train["total_seconds"] / train["epochs"]) if train.get("epochs") else "-"
-
-
 TRAIN_COLUMNS = (
     ("input px", lambda r: str((r.get("config") or {}).get("image_size") or "-")),
     ("epochs", lambda r: str(r["train"]["epochs"])),
     ("total", lambda r: format_duration(r["train"]["total_seconds"])),
-    ("per epoch", _per_epoch),
+    ("per epoch", lambda r: format_duration(mean_epoch_seconds(r["train"]))),
     ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
     ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
 )
@@ -76,7 +71,7 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
     title = TASK_TITLES[task]
     parts = [f"## {title}", "", "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
     bars = [(r["base"], label, r["train"]["first_epoch_seconds"], r["train"]["steady_epoch_seconds"],
-             r["train"]["total_seconds"] / r["train"]["epochs"] if r["train"].get("epochs") else None)
+             mean_epoch_seconds(r["train"]))
             for label, r in runs if r["train"].get("epochs")]
     if bars:
         name = f"epoch_times_{task}.png"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from l40sbench import reference
+from l40sbench.core.env import gpu_models
 from l40sbench.errors import UserError
 
 
@@ -91,7 +92,7 @@ def machine(record: dict) -> str:
     if record.get("machine"):
         return record["machine"]
     env = record.get("env") or {}
-    gpus = [d.get("model") or d.get("name") for d in env.get("devices") or () if d.get("type") == "GPU"]
+    gpus = gpu_models(env)
     if gpus:
         return f"{len(gpus)}x {gpus[0]}"
     cpu = env.get("cpu") or "unknown CPU"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from l40sbench.core.env import gpu_models
+
 
 def format_duration(seconds: float | None) -> str:
     """The article's style: 54.982s, 1m21.964s.
@@ -47,7 +49,7 @@ def _calibration(figures: dict | None) -> str:
 
 
 def environment_block(env: dict) -> str:
-    gpus = [d.get("model") or d["name"] for d in env.get("devices", []) if d["type"] == "GPU"]
+    gpus = gpu_models(env)
     gpu = f"{len(gpus)}x {gpus[0]}" if gpus else "none (CPU only)"
     rows = [
         ("GPU", gpu),
@@ -63,11 +65,16 @@ def environment_block(env: dict) -> str:
     return "Environment\n" + "\n".join(f"  {k.ljust(width)} : {v}" for k, v in rows)
 
 
+def mean_epoch_seconds(train: dict) -> float | None:
+    """The articles' "time per epoch": total training time / epochs (None before any epoch)."""
+    return train["total_seconds"] / train["epochs"] if train.get("epochs") else None
+
+
 def training_table(results: Sequence[dict]) -> str:
     rows = []
     for r in results:
         train = r["train"]
-        per_epoch = train["total_seconds"] / train["epochs"] if train["epochs"] else None
+        per_epoch = mean_epoch_seconds(train)
         rows.append(
             (
                 r["base"],

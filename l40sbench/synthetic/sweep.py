@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from l40sbench.core.env import gpu_models
 from l40sbench.core.records import SCHEMA, to_json, write_atomic
 from l40sbench.errors import UserError
 from l40sbench.synthetic import child
@@ -163,7 +164,7 @@ def calibrate(config: SweepConfig, log: Log) -> dict:
 
 def _gpus(state: dict) -> int:
     """GPUs the calibration child saw; 0 means the sweep runs on the CPU."""
-    return sum(d.get("type") == "GPU" for d in state["env"].get("devices", []))
+    return len(gpu_models(state["env"]))
 
 
 def check_against_machine(config: SweepConfig, state: dict) -> None:
