@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from l40sbench import calibration, paths  # noqa: E402
+from l40sbench import paths, peak  # noqa: E402
 from l40sbench.classify import data as data_mod  # noqa: E402
 from l40sbench.classify.bases import BASES  # noqa: E402
 from l40sbench.classify.model import build_base, build_classifier  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> None:
     model = build_classifier(spec, base, args.image_size, 2, None)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=False)
 
-    machine = calibration.measure()  # the rates beside the times below (docs/PERFORMANCE.md, "The machine")
+    machine = peak.measure()  # the rates beside the times below (docs/PERFORMANCE.md, "The machine")
     in_memory = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).cache().prefetch(tf.data.AUTOTUNE)
     for _ in in_memory:  # fill the cache: later epochs read tensors already in memory
         pass

@@ -20,10 +20,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from l40sbench.peak import rates
 from l40sbench.report.tables import format_duration
 
 HEADER = ("| base | input | total training | time per epoch | first epoch | steady (2..N) | epoch min / median / max "
-          "| mean ms/image | images/s | p50 / p90 / p99 ms | accuracy | calibration matmul / conv GFLOP/s |")
+          "| mean ms/image | images/s | p50 / p90 / p99 ms | accuracy | float32 matmul peak / conv GFLOP/s |")
 
 
 def _accuracy(result: dict) -> str:
@@ -34,8 +35,9 @@ def _accuracy(result: dict) -> str:
 
 
 def row(result: dict) -> str:
-    """One Markdown row: times, latency, accuracy, and the run's own calibration."""
-    train, inference, cal = result["train"], result["inference"], result["env"]["calibration"]
+    """One Markdown row: times, latency, accuracy, and the run's own peak (or an older run's calibration)."""
+    train, inference = result["train"], result["inference"]
+    matmul, conv = rates(result["env"])
     epochs = train["epoch_seconds"]
     cells = [
         result["base"], str(result["config"]["image_size"]), format_duration(train["total_seconds"]),
@@ -44,7 +46,7 @@ def row(result: dict) -> str:
         f"{min(epochs):.1f} / {statistics.median(epochs):.1f} / {max(epochs):.1f} s",
         f"{inference['mean_ms']:.3f}", f"{inference['images_per_second']:.3f}",
         f"{inference['p50_ms']:.1f} / {inference['p90_ms']:.1f} / {inference['p99_ms']:.1f}",
-        _accuracy(result), f"{cal['matmul_gflops']:.1f} / {cal['conv_gflops']:.1f}",
+        _accuracy(result), f"{matmul:.1f} / {conv:.1f}",
     ]
     return "| " + " | ".join(cells) + " |"
 

@@ -14,7 +14,7 @@ process as the sweep runs them:
   - the sweep in inference mode (with --inference).
 Taking the sides in turn lets a shared host's drift fall on both. It prints
 per round and then the medians, their ratio, the utilisation of the matmul
-rate calibrated at the start, and that calibration. Run it with nothing else
+peak measured at the start, and that peak. Run it with nothing else
 on the machine.
 
 Usage:
@@ -31,6 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from l40sbench.peak import summary as peak_summary
 from l40sbench.synthetic import child
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import StepSettings
@@ -68,8 +69,8 @@ def fit_images_per_second(model: str, batch: int, warmup: int, steps: int) -> fl
     return json.loads(lines[-1][len(ROW_MARKER):])["images_per_second"]
 
 
-def sweep_row(config: SweepConfig, model: str, batch: int, devices: int, calibration: dict, **overrides):
-    row = with_utilisation(run_job(config.job(model, batch, devices, **overrides), config, gpu=False), calibration)
+def sweep_row(config: SweepConfig, model: str, batch: int, devices: int, state: dict, **overrides):
+    row = with_utilisation(run_job(config.job(model, batch, devices, **overrides), config, gpu=False), state)
     if row.status != "ok":
         raise RuntimeError(f"{model}: {row.status} {row.error}")
     return row
@@ -89,15 +90,13 @@ def main() -> int:
     settings = StepSettings(warmup_steps=args.warmup, steps=args.steps)
     config = SweepConfig(models=tuple(models), batch_sizes=(args.batch,), settings=settings, output_dir=Path("."))
     state = calibrate(config, log=lambda m: print(m, file=sys.stderr, flush=True))
-    calibration = state["calibration"]
-    print(f"calibration at start: matmul {calibration['matmul_gflops']:.1f} GFLOP/s, "
-          f"conv {calibration['conv_gflops']:.1f} GFLOP/s; CPU {state['env']['cpu']}", flush=True)
+    print(f"peak at start: {peak_summary(state['peak'])}; CPU {state['env']['cpu']}", flush=True)
     figures: dict = {m: {"sweep": [], "fit": [], "util": [], "sweep2": [], "infer": [], "infer_util": []}
                      for m in models}
     for round_index in range(1, args.rounds + 1):
         for model in models:
             f = figures[model]
-            row = sweep_row(config, model, args.batch, 1, calibration)
+            row = sweep_row(config, model, args.batch, 1, state)
             f["sweep"].append(row.images_per_second)
             f["util"].append(row.utilisation)
             f["fit"].append(fit_images_per_second(model, args.batch, args.warmup, args.steps))
@@ -105,11 +104,11 @@ def main() -> int:
                     f"(util {100 * row.utilisation:.1f} %, jitter {row.step_jitter_percent:.1f} %), "
                     f"fit {f['fit'][-1]:.3f} images/s, ratio {f['sweep'][-1] / f['fit'][-1]:.3f}")
             if args.scaling:
-                two = sweep_row(config, model, args.batch, 2, calibration)
+                two = sweep_row(config, model, args.batch, 2, state)
                 f["sweep2"].append(two.images_per_second)
                 line += f"; 2 devices {two.images_per_second:.3f} images/s"
             if args.inference:
-                inf = sweep_row(config, model, args.batch, 1, calibration, mode="inference",
+                inf = sweep_row(config, model, args.batch, 1, state, mode="inference",
                                 warmup_steps=args.warmup, steps=2 * args.steps)
                 f["infer"].append(inf.images_per_second)
                 f["infer_util"].append(inf.utilisation)

@@ -207,6 +207,8 @@ def offers_from(catalog) -> list[Offer]:
             offers.append(Offer(**{"devices": 1, **{CATALOG_KEYS[k]: v for k, v in entry.items()}}))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: {str(exc).replace('per must be', 'unit must be')}") from None
+        if any(o.name == offers[-1].name for o in offers[:-1]):  # comparisons name offers: one name, one offer
+            raise ValueError(f"{where}: the name {offers[-1].name!r} is taken by an earlier offer")
     return offers
 
 
@@ -214,8 +216,10 @@ def offers_from(catalog) -> list[Offer]:
 class TargetTime:
     """When a run's per-epoch test metric first reached a target (DAWNBench's time to accuracy).
 
-    `epoch` (1-based) and `seconds` (training time through that epoch, epoch clocks only) are None
-    when the target was not reached in the `epochs` the run trained.
+    `epoch` (1-based) and `seconds` (training time through that epoch) are None when the target
+    was not reached in the `epochs` the run trained. `seconds` is wall time (what a rented
+    machine bills: epochs, per-epoch scoring and callbacks); `clock` says so, or that an older
+    record without wall times gave the sum of its epoch clocks instead.
     """
 
     metric: str
@@ -223,6 +227,7 @@ class TargetTime:
     epochs: int
     epoch: int | None
     seconds: float | None
+    clock: str = "wall"
 
 
 def time_to_target(record: dict, target: float) -> TargetTime | None:
@@ -231,10 +236,13 @@ def time_to_target(record: dict, target: float) -> TargetTime | None:
     scores, times = train.get("test_metric_per_epoch") or (), train.get("epoch_seconds") or ()
     if not scores or len(scores) != len(times):
         return None
+    walls = train.get("wall_seconds_at_epoch") or ()
+    clock = "wall" if len(walls) == len(scores) else "epoch clocks (a record without wall times)"
     for epoch, score in enumerate(scores, start=1):
         if score is not None and score >= target:
-            return TargetTime(train["test_metric"], target, len(scores), epoch, float(sum(times[:epoch])))
-    return TargetTime(train["test_metric"], target, len(scores), None, None)
+            seconds = walls[epoch - 1] if clock == "wall" else sum(times[:epoch])
+            return TargetTime(train["test_metric"], target, len(scores), epoch, float(seconds), clock)
+    return TargetTime(train["test_metric"], target, len(scores), None, None, clock)
 
 
 # The study's cost table (leadergpu_tf_cnn_benchmarks_fr.txt, last table): its 8-GPU throughputs

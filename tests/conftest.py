@@ -65,6 +65,28 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
     times = inference["times_ms"]  # every timed image, for the report's latency distribution
     assert len(times) == inference["images_timed"] and min(times) == inference["min_ms"]
     assert sum(times) / len(times) == pytest.approx(inference["mean_ms"])
+    # the training's wall time holds the epoch clocks and what runs between them, within the CLI call
+    assert train["total_seconds"] <= train["wall_seconds"] <= wall_seconds
+    assert_utilisation_wiring(result)
+
+
+def assert_utilisation_wiring(result):
+    """Utilisation is GFLOP per image x images/s over the peak of the run's precision, at most 100 %."""
+    from l40sbench.peak import peak_for
+
+    u, train = result["utilisation"], result["train"]
+    assert (u["peak"], u["peak_gflops"]) == peak_for(result["env"]["peak"], result["config"]["precision"])
+    assert u["forward_gflops_per_image"] > 0
+    inference_rate = result["inference"]["images_per_second"]
+    assert u["inference_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * inference_rate)
+    assert u["inference"] == pytest.approx(u["inference_achieved_gflops"] / u["peak_gflops"])
+    per_forward = 1 if u["train_flops_per_image"].startswith("1 x") else 3
+    epoch = train["steady_epoch_seconds"] or train["first_epoch_seconds"]
+    images = (train["batch_size"] * result["model"]["steps_per_epoch"] if result["task"] == "detect"
+              else result["dataset"]["train_images"])
+    assert u["train_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * per_forward * images / epoch)
+    assert u["train"] == pytest.approx(u["train_achieved_gflops"] / u["peak_gflops"])
+    assert 0 < u["train"] <= 1 and 0 < u["inference"] <= 1
 
 
 def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):

@@ -7,14 +7,15 @@ import pytest
 from l40sbench.report import compare
 from tests.conftest import assert_one_line_exit_2, run_cli
 
-TIMES = ("total_seconds", "first_epoch_seconds", "steady_epoch_seconds", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+TIMES = ("total_seconds", "wall_seconds", "first_epoch_seconds", "steady_epoch_seconds", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
          "min_ms", "max_ms", "std_ms")
 
 
 def scaled(record: dict, factor: float) -> dict:
     """Every time x factor (and the rates over it), as a slower or faster machine would record them."""
     out = json.loads(json.dumps(record))
-    out["train"]["epoch_seconds"] = [t * factor for t in out["train"]["epoch_seconds"]]
+    for key in ("epoch_seconds", "wall_seconds_at_epoch"):
+        out["train"][key] = [t * factor for t in out["train"][key]]
     for part in ("train", "inference"):
         for key in TIMES:
             if out[part].get(key) is not None:
@@ -43,7 +44,7 @@ def test_a_slower_copy_exits_1_and_names_the_figures(tiny_runs, copies):
     result = run_cli("compare", tiny_runs["vgg19"], copies["slower"])
     assert result.returncode == 1, result.stdout + result.stderr
     verdicts = [line for line in result.stdout.splitlines() if "WORSE" in line]
-    for figure in ("epoch s (mean)", "first epoch s", "steady epoch s", "inference ms/image", "p99 ms"):
+    for figure in ("epoch s (wall / epochs)", "epoch s (clock mean)", "first epoch s", "steady epoch s", "inference ms/image", "p99 ms"):
         assert any(figure in line and "1.500" in line for line in verdicts), (figure, result.stdout)
     assert any("images/s" in line and "0.667" in line for line in verdicts), result.stdout
     assert "50.0 % slower" in result.stdout and "50.0 % fewer images/s" in result.stdout and "REGRESSION" in result.stdout.splitlines()[-1]
@@ -84,7 +85,7 @@ def test_this_machine_against_the_l40s_study(tiny_runs):
 
     result = compare.compare(reference.load("l40s"), [{**record, "config": {**record["config"], "batch_size": 16}}])
     figures = {r.figure for r in result.rows if r.line.startswith("classify vgg19")}
-    assert {"epoch s (mean)", "inference ms/image", "images/s"} <= figures
+    assert {"epoch s (wall / epochs)", "inference ms/image", "images/s"} <= figures
     assert len(result.only_baseline) == 5
 
 
@@ -105,8 +106,27 @@ def test_synthetic_rows_match_per_configuration_and_an_oom_regresses():
     (["/no/such.json", "l40s"], "no such result file or folder: /no/such.json"),
     (["l40s", "/proc/version"], "cannot read result /proc/version"),
     (["l40s", "l40s", "--tolerance", "-5"], "tolerances must be >= 0"),
-    (["l40s", "l40s", "--tolerance", "x"], "invalid float value"),
+    (["l40s", "l40s", "--tolerance", "x"], "expected a number, got 'x'"),
     (["l40s"], "the following arguments are required: NEW"),
 ])
 def test_bad_compare_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_exit_2(run_cli("compare", *args), fragment)
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (lambda r: {**r, "task": "synthetic", "rows": "many"}, "the sweep.rows is 'many', not list"),
+    (lambda r: {**r, "task": "synthetic", "rows": [{"model": "lenet"}]}, "rows[0] has no 'per_device_batch'"),
+    (lambda r: {**r, "inference": {**r["inference"], "mean_ms": "fast"}}, "inference.mean_ms is 'fast', not number"),
+    (lambda r: {**r, "train": {**r["train"], "epoch_seconds": "1,2"}}, "train.epoch_seconds is '1,2'"),
+    (lambda r: {**r, "rows": []}, "a classify record holds sweep rows"),
+    (lambda r: {**r, "task": "segment"}, "task is 'segment', not one of classify, detect, synthetic"),
+    (lambda r: {k: v for k, v in r.items() if k != "train"}, "the record has no 'train'"),
+])
+def test_a_record_with_the_right_tag_and_wrong_contents_is_one_line(tiny_runs, tmp_path, change, fragment):
+    record = change(json.loads((tiny_runs["vgg19"] / "result.json").read_text()))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(record))
+    for args in (("compare", tiny_runs["vgg19"], bad), ("report", bad, "--out", tmp_path / "report"),
+                 ("cost", "--results", bad, "--price", "1")):
+        assert_one_line_exit_2(run_cli(*args), fragment)
+    assert not (tmp_path / "report").exists()

@@ -174,19 +174,14 @@ def test_eta_ignores_the_compile_heavy_first_epoch_once_it_can():
     assert eta_seconds([], 3) == 0.0
 
 
-def test_calibration_median_skips_warmup_and_syncs_around_each_call():
-    from l40sbench.calibration import median_seconds
-
-    clock, sync, work, events = fake_device([9.0, 9.0, 0.010, 0.030, 0.020])
-    assert median_seconds(lambda: work(None), 3, warmup=2, clock=clock, sync=sync) == pytest.approx(0.020)
-    assert events[:2] == ["work", "work"] and events[2:7] == ["sync", "read", "work", "sync", "read"]
-    with pytest.raises(ValueError, match="Received: repeats=0"):
-        median_seconds(lambda: None, 0)
-
-
-def test_environment_block_prints_the_calibration_of_the_run():
+def test_environment_block_prints_the_peak_of_the_run_and_an_old_calibration():
     from l40sbench.report.tables import environment_block
 
-    block = environment_block({"calibration": {"matmul_gflops": 151.04, "conv_gflops": 197.96}, "devices": []})
-    assert "Calibration (same run)      : float32 matmul 151.0 GFLOP/s, 3x3 conv 198.0 GFLOP/s" in block
-    assert "Calibration (same run)      : -" in environment_block({"devices": []})
+    peak = {"matmul": {"float32": {"gflops": 480.04}, "bfloat16": {"gflops": 850.0}}, "conv_float32_gflops": 430.0,
+            "theoretical_float32_gflops": 600.0, "float32_measured_over_theoretical": 0.8}
+    block = environment_block({"peak": peak, "devices": []})
+    assert ("Peak (same run)             : matmul float32 480.0, bfloat16 850.0 GFLOP/s; 3x3 conv float32 "
+            "430.0 GFLOP/s; float32 80 % of theoretical 600 GFLOP/s") in block
+    old = environment_block({"calibration": {"matmul_gflops": 151.04, "conv_gflops": 197.96}, "devices": []})
+    assert "Calibration (same run)      : float32 matmul 151.0 GFLOP/s, 3x3 conv 198.0 GFLOP/s" in old
+    assert "Peak (same run)             : -" in environment_block({"devices": []})

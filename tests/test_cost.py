@@ -82,8 +82,8 @@ def test_the_reference_table_prints_every_row_beside_the_studys():
 @pytest.mark.parametrize("args, fragment", [
     (["--throughput", "10", "--price", "0"], "Received: price=0.0"),
     (["--throughput", "10", "--price", "-2"], "Received: price=-2.0"),
-    (["--throughput", "10", "--price", "nan"], "Received: price=nan"),
-    (["--throughput", "10", "--price", "ten"], "invalid float value: 'ten'"),
+    (["--throughput", "10", "--price", "nan"], "expected a finite number, got 'nan'"),
+    (["--throughput", "10", "--price", "ten"], "expected a number, got 'ten'"),
     (["--throughput", "0", "--price", "1"], "throughput must be a positive number"),
     (["--throughput", "10", "--price", "1", "--per", "week"], "invalid choice: 'week'"),
     (["--throughput", "10", "--price", "1", "--currency", "XYZ"], "invalid choice: 'XYZ'"),
@@ -108,13 +108,15 @@ def test_results_files_give_one_priced_row_per_figure(tmp_path):
     """A sweep's rows that ran and a classify run's inference rate; out-of-memory rows are not priced."""
     import json
 
-    sweep = {"schema": "l40sbench.result/1", "task": "synthetic", "rows": [
+    sweep = {"schema": "l40sbench.result/1", "task": "synthetic", "config": {}, "env": {}, "rows": [
         {"model": "resnet50", "mode": "train", "per_device_batch": 64, "devices": 8, "device_kind": "GPU",
          "status": "ok", "images_per_second": 949.72},
         {"model": "resnet50", "mode": "train", "per_device_batch": 128, "devices": 8, "device_kind": "GPU",
          "status": "oom", "images_per_second": None}]}
-    classify = {"schema": "l40sbench.result/1", "task": "classify", "base": "xception",
-                "inference": {"images_per_second": 152.082}}
+    no_training = {"epochs": 0, "epoch_seconds": [], "total_seconds": None, "first_epoch_seconds": None,
+                   "steady_epoch_seconds": None}
+    classify = {"schema": "l40sbench.result/1", "task": "classify", "base": "xception", "config": {}, "env": {},
+                "train": no_training, "accuracy": {}, "inference": {"mean_ms": None, "images_per_second": 152.082}}
     (tmp_path / "sweep.json").write_text(json.dumps(sweep))
     (tmp_path / "classify.json").write_text(json.dumps(classify))
     (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
@@ -178,18 +180,24 @@ def test_with_results_a_catalog_offer_prices_figures_of_its_device_count_and_mac
     ("[[offer]]\nname = 'a'\nprice = 1\ndevices = 0\n", "devices must be a whole number >= 1"),
     ("title = 'no offers'\n", "lists its offers as [[offer]] tables"),
     ("[[offer]\n", "is not valid TOML"),
+    ("[[offer]]\nname = 'a'\nprice = 1\n[[offer]]\nname = 'a'\nprice = 2\n",
+     "offer 2 (a): the name 'a' is taken by an earlier offer"),
 ])
 def test_bad_catalogs_are_one_line_and_exit_2(tmp_path, catalog, fragment):
     (tmp_path / "c.toml").write_text(catalog)
     assert_one_line_exit_2(run_cli("cost", "--throughput", "10", "--catalog", tmp_path / "c.toml"), fragment)
 
 
-def test_time_to_target_sums_the_epoch_clocks_up_to_the_first_epoch_that_reached_it():
+def test_time_to_target_bills_the_wall_time_up_to_the_first_epoch_that_reached_it():
     record = {"train": {"test_metric": "test_accuracy", "test_metric_per_epoch": [0.5, 0.85, 0.8, 0.95],
-                        "epoch_seconds": [10.0, 5.0, 5.0, 5.0]}}
+                        "epoch_seconds": [10.0, 5.0, 5.0, 5.0], "wall_seconds_at_epoch": [12.0, 18.5, 25.0, 31.5]}}
     reached = cost.time_to_target(record, 0.85)
-    assert (reached.epoch, reached.seconds, reached.epochs) == (2, 15.0, 4)
-    assert cost.time_to_target(record, 0.9).seconds == 25.0
+    assert (reached.epoch, reached.seconds, reached.epochs, reached.clock) == (2, 18.5, 4, "wall")
+    assert cost.time_to_target(record, 0.9).seconds == 31.5
+    # a record from before wall times were kept: the sum of its epoch clocks, and it says so
+    older = {"train": {**record["train"], "wall_seconds_at_epoch": []}}
+    reached = cost.time_to_target(older, 0.85)
+    assert reached.seconds == 15.0 and reached.clock.startswith("epoch clocks")
     missed = cost.time_to_target(record, 0.99)
     assert missed.epoch is None and missed.seconds is None
     assert cost.time_to_target({"train": {"epoch_seconds": [1.0]}}, 0.5) is None
@@ -204,12 +212,14 @@ def test_cost_to_accuracy_from_a_real_classify_run(tiny_runs):
     assert len(scores) == record["train"]["epochs"] == 3 and all(0 <= v <= 1 for v in scores)
     target = max(scores)
     epoch = scores.index(target) + 1
-    seconds = sum(record["train"]["epoch_seconds"][:epoch])
+    seconds = record["train"]["wall_seconds_at_epoch"][epoch - 1]  # billed: wall time, scoring included
+    assert seconds >= sum(record["train"]["epoch_seconds"][:epoch])
     result = run_cli("cost", "--results", tiny_runs["vgg19"], "l40s", "--target", target, "--price", "3600",
                      "--per", "hour")
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("vgg19")]
     assert f"epoch {epoch}/3" in line and f"€{math.ceil(seconds)}.00" in line  # EUR 1 a second, whole seconds
+    assert "(wall)" in line
     assert "not priced: l40s" in result.stdout
     if target < 1:
         missed = run_cli("cost", "--results", tiny_runs["vgg19"], "--target", "1", "--price", "1")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from l40sbench import calibration, paths, tfds_source
+from l40sbench import paths, peak, tfds_source
 from l40sbench.classify import data as data_mod
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
@@ -119,6 +120,27 @@ def _measure_inference(model, images: data_mod.ImageSet, image_size: int, config
     return stats, float(np.mean(predicted == images.y["test"]))
 
 
+def _utilisation(model, config: ClassifyConfig, image_size: int, device_peak: dict, train: TrainResult,
+                 train_images: int, inference: InferenceResult) -> dict:
+    """Training and inference FLOP/s over the peak of the run's precision."""
+    from l40sbench.flops import forward_gflops
+
+    if config.trainable_top_layers is None:  # the base is frozen: no gradient flows through it
+        per_forward, convention = 1, "1 x forward (base frozen: forward only; the head's backward is negligible)"
+    elif config.trainable_top_layers < 0:
+        per_forward, convention = 3, "3 x forward (forward, then gradients for activations and weights)"
+    else:
+        per_forward, convention = 3, (f"at most 3 x forward (top {config.trainable_top_layers} base layers train: "
+                                      "an upper bound)")
+    epoch_seconds = train.steady_epoch_seconds or train.first_epoch_seconds  # the first holds tracing
+    return peak.run_utilisation(
+        device_peak, config.precision, forward_gflops(model, image_size, "uint8"),
+        train_flops_per_forward=per_forward, train_convention=convention,
+        train_images_per_second=train_images / epoch_seconds if epoch_seconds else None,
+        inference_images_per_second=inference.images_per_second,
+    )
+
+
 def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     """Runs the protocol; calls save() after every epoch and at the end.
 
@@ -151,7 +173,8 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     model, weights_label = _compiled_model(config, image_size, len(images.classes), log)
     sync = device_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
-    env = {**env_mod.fingerprint(), "calibration": calibration.measure(sync=sync).to_dict()}
+    log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
+    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync)}
     model_info = {
         "name": model.name,
         "input_size": image_size,
@@ -162,8 +185,10 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     clock = EpochClock(sync=sync)
     losses: list[float] = []
     test_accuracy: list[float] = []
+    wall: dict[str, float] = {}
+    wall_at_epoch: list[float] = []
 
-    def record(complete: bool, inference=None, accuracy=None) -> RunResult:
+    def record(complete: bool, inference=None, accuracy=None, utilisation=None) -> RunResult:
         return RunResult(
             task="classify",
             base=spec.name,
@@ -171,11 +196,13 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             config=effective,
             env=env,
             dataset=dataset,
-            train=TrainResult.from_times(clock.summary(), config.batch_size, losses, "test_accuracy", test_accuracy),
+            train=TrainResult.from_times(clock.summary(), config.batch_size, losses, "test_accuracy", test_accuracy,
+                                         wall_seconds=wall.get("seconds"), wall_seconds_at_epoch=wall_at_epoch),
             weights=weights_label,
             model=model_info,
             inference=inference,
             accuracy=accuracy or {},
+            utilisation=utilisation or {},
         )
 
     def on_epoch(epoch: int, seconds: float, logs: dict) -> None:
@@ -185,6 +212,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
         scores = model.evaluate(images.x["test"], images.y["test"], batch_size=config.batch_size, verbose=0,
                                 return_dict=True)
         test_accuracy.append(scores["accuracy"])
+        wall_at_epoch.append(time.perf_counter() - wall["started"])
         logs = {**logs, "test_accuracy": scores["accuracy"]}
         eta = eta_seconds(clock.epoch_seconds, config.epochs - done)
         metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(logs.items()) if isinstance(v, (int, float)))
@@ -193,6 +221,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
 
     save(record(False).to_dict())
     log(f"training {config.epochs} epoch(s), batch {config.batch_size}, {dataset.train_images} images ...")
+    wall["started"] = time.perf_counter()
     try:
         model.fit(
             images.x["train"],
@@ -204,13 +233,18 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             callbacks=[_epoch_callback(clock, on_epoch)],
         )
     except BaseException:
+        wall["seconds"] = time.perf_counter() - wall["started"]
         save(record(False).to_dict())
         raise
+    sync()
+    wall["seconds"] = time.perf_counter() - wall["started"]
 
     log(f"inference: {dataset.test_images} test images one at a time, first {config.warmup} excluded ...")
     stats, accuracy = _measure_inference(model, images, image_size, config, sync)
     inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
-    result = record(True, inference, {"test_accuracy": accuracy})
+    result = record(True, inference, {"test_accuracy": accuracy},
+                    _utilisation(model, config, image_size, env["peak"], record(False).train, dataset.train_images,
+                                 inference))
     save(result.to_dict())
     return result
 

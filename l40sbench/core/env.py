@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -57,7 +57,7 @@ def _tensorflow_facts() -> dict:
             {
                 "name": device.name,
                 "type": device.device_type,
-                "model": details.get("device_name", _cpu_model() if device.device_type == "CPU" else None),
+                "model": details.get("device_name", cpu_model() if device.device_type == "CPU" else None),
             }
         )
     return {
@@ -76,7 +76,7 @@ def fingerprint() -> dict:
         "keras": getattr(keras, "__version__", None),
         "tf_keras": getattr(sys.modules.get("tf_keras"), "__version__", None),  # Model Garden's Keras 2
         **_tensorflow_facts(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "os": platform.platform(),
         "suite_commit": _git_commit(),

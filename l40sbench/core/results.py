@@ -34,10 +34,17 @@ class TrainResult:
     # Scored on the test split after each epoch, outside the epoch clock (cost to accuracy reads it).
     test_metric: str = ""
     test_metric_per_epoch: tuple[float, ...] = ()
+    # Wall time of the whole training, start to end: the epoch clocks plus what runs between
+    # and around them (per-epoch scoring, callbacks, set-up). What a rented machine bills.
+    wall_seconds: float | None = None
+    # Wall time from the start of training to the end of each epoch, its scoring included
+    # (cost to accuracy bills this up to the epoch that reached the target).
+    wall_seconds_at_epoch: tuple[float, ...] = ()
 
     @classmethod
     def from_times(cls, times: EpochTimes, batch_size: int, losses=(), test_metric: str = "",
-                   test_metric_per_epoch=()) -> "TrainResult":
+                   test_metric_per_epoch=(), wall_seconds: float | None = None,
+                   wall_seconds_at_epoch=()) -> "TrainResult":
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -48,6 +55,8 @@ class TrainResult:
             loss_per_epoch=tuple(float(v) for v in losses),
             test_metric=test_metric,
             test_metric_per_epoch=tuple(float(v) for v in test_metric_per_epoch),
+            wall_seconds=wall_seconds,
+            wall_seconds_at_epoch=tuple(float(v) for v in wall_seconds_at_epoch),
         )
 
 
@@ -104,6 +113,8 @@ class RunResult:
     inference: InferenceResult | None = None
     accuracy: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
+    # achieved GFLOP/s over env.peak, training and inference (peak.run_utilisation)
+    utilisation: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

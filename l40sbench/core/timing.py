@@ -103,6 +103,34 @@ def time_calls(
     return durations
 
 
+def time_batches(
+    call: Callable[[], object],
+    calls: int,
+    samples: int,
+    *,
+    clock: Clock = time.perf_counter,
+    sync: Sync = no_sync,
+) -> list[float]:
+    """Seconds of `samples` batches of `calls` back-to-back calls each.
+
+    One sync drains queued work before each batch starts and one ends it; none
+    sits between the calls, and nothing call() returns is read, so an
+    asynchronous device stays busy and no result crosses to the host inside
+    the clock (how a peak rate is measured rather than a launch latency).
+    """
+    if calls < 1 or samples < 1:
+        raise ValueError(f"calls and samples must be >= 1. Received: calls={calls}, samples={samples}")
+    durations = []
+    for _ in range(samples):
+        sync()
+        start = clock()
+        for _ in range(calls):
+            call()
+        sync()
+        durations.append(clock() - start)
+    return durations
+
+
 def probe_latency(
     fn: Callable[[Any], object],
     samples: Iterable[Any],

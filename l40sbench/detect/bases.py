@@ -22,6 +22,8 @@ class DetectorSpec:
       experiment: Model Garden experiment factory key the config starts from.
       task: "retinanet" or "maskrcnn" (Model Garden's task family).
       architecture: what the model is, for the result's `model` block.
+      max_level: the coarsest feature level (stride 2**max_level): the input must be at least that
+        many pixels, or that level has no cell and the anchors do not fit.
       customize: changes applied to the factory config (backbone swap).
     """
 
@@ -29,7 +31,12 @@ class DetectorSpec:
     experiment: str
     task: str
     architecture: str
+    max_level: int
     customize: Callable[[object], None] = lambda config: None
+
+    @property
+    def min_size(self) -> int:
+        return 2**self.max_level
 
 
 # The TF1 zoo's Faster R-CNN configs: 300 proposals from the RPN, 64 regions
@@ -60,19 +67,19 @@ DETECTORS: Registry[DetectorSpec] = Registry("detector")
 for _spec in (
     DetectorSpec(
         "ssd_resnet50_fpn", "retinanet_resnetfpn_coco", "retinanet",
-        "RetinaNet: ResNet-50 v1 backbone, FPN levels 3-7, focal loss (the TF1 zoo's SSD ResNet50 V1 FPN)",
+        "RetinaNet: ResNet-50 v1 backbone, FPN levels 3-7, focal loss (the TF1 zoo's SSD ResNet50 V1 FPN)", 7,
     ),
     DetectorSpec(
         "faster_rcnn_resnet50", "fasterrcnn_resnetfpn_coco", "maskrcnn",
         "Faster R-CNN (Mask R-CNN without mask head): ResNet-50 backbone, FPN levels 2-6 "
         "(the TF1 zoo model had no FPN; Model Garden's single-level anchors cannot span its four octaves); "
-        "TF1's 300 proposals and 64 sampled regions per image",
+        "TF1's 300 proposals and 64 sampled regions per image", 6,
         _tf1_second_stage,
     ),
     DetectorSpec(
         "faster_rcnn_inception_v2", "fasterrcnn_resnetfpn_coco", "maskrcnn",
         "Faster R-CNN (Mask R-CNN without mask head): Inception v2 (BN-Inception) backbone from "
-        "shared/specs, FPN levels 2-6; TF1's 300 proposals and 64 sampled regions per image",
+        "shared/specs, FPN levels 2-6; TF1's 300 proposals and 64 sampled regions per image", 6,
         _inception_v2_backbone,
     ),
 ):

@@ -9,6 +9,7 @@ from l40sbench.core.validate import require_at_least
 from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings
 
 ARTICLE_EPOCHS = 200
+MAX_IMAGE_SIZE = 2048  # a 2048 px detector already takes tens of GB to train; larger is a typo
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ class DetectConfig:
     def __post_init__(self):
         require_at_least(self, ("epochs",), 1)
         check_run_settings(self)
-        if self.image_size < 64 or self.image_size % 32:
-            raise ValueError(f"image_size must be a multiple of 32, at least 64. Received: image_size={self.image_size}")
+        if not 64 <= self.image_size <= MAX_IMAGE_SIZE or self.image_size % 32:
+            raise ValueError(f"image_size must be a multiple of 32 from 64 to {MAX_IMAGE_SIZE}. "
+                             f"Received: image_size={self.image_size}")
         if not 0.0 <= self.score_threshold < 1.0:
             raise ValueError(f"score_threshold must be in [0, 1). Received: score_threshold={self.score_threshold}")
         if self.classes is not None and (len(self.classes) == 0 or len(set(self.classes)) != len(self.classes)):

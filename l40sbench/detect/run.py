@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import calibration, paths, tfds_source
+from l40sbench import paths, peak, tfds_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
@@ -34,6 +34,7 @@ Log = Callable[[str], None]
 Save = Callable[[dict], None]
 BASE_LEARNING_RATE = 0.01  # per 16 images; SGD momentum 0.9, no tuning (as the article)
 SIGNATURE = "serving_default"  # uint8 [1, H, W, 3] in; boxes, classes, scores, num_detections out
+DETECTION_OUTPUTS = ("detection_boxes", "detection_classes", "detection_scores", "num_detections")
 
 
 def standin_path() -> Path:
@@ -109,7 +110,10 @@ def _serving(experiment, model, image_size: int):
 
     @tf.function(autograph=False)  # straight-line code: nothing for AutoGraph to convert
     def forward(images, anchor_boxes, image_info):
-        return model.call(images=images, image_shape=image_info[:, 1, :], anchor_boxes=anchor_boxes, training=False)
+        outputs = model.call(images=images, image_shape=image_info[:, 1, :], anchor_boxes=anchor_boxes, training=False)
+        # What the serving signature hands back, and no more: the raw per-level outputs (and Faster
+        # R-CNN's backbone features) copied to the host would make this stage slower than serving.
+        return {key: outputs[key] for key in DETECTION_OUTPUTS}
 
     return module, signatures, preprocess, forward
 
@@ -170,6 +174,17 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
     return InferenceResult.from_stats(total, warmup=config.warmup, batch_size=1, stages_mean_ms=stages), accuracy
 
 
+def _forward_gflops(serving, image_size: int) -> float:
+    """GFLOP of the detector's forward pass (model.call on one preprocessed image; NMS is not arithmetic)."""
+    import tensorflow as tf
+
+    from l40sbench.flops import graph_gflops
+
+    _, _, preprocess, forward = serving
+    prepared = preprocess(tf.zeros([1, image_size, image_size, 3], tf.uint8))
+    return graph_gflops(forward.get_concrete_function(*prepared).graph)
+
+
 def _check_export_dir(path: Path | None) -> None:
     """An export goes to a new or empty directory that can be made now, before any training."""
     if path is None:
@@ -190,6 +205,9 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
       KeyboardInterrupt: re-raised after the finished epochs were saved.
     """
     spec = DETECTORS.get(config.base)
+    if config.image_size < spec.min_size:
+        raise UserError(f"--image-size {config.image_size} is below {spec.name}'s minimum of {spec.min_size} "
+                        f"(its coarsest feature level has a stride of {spec.min_size})")
     _check_checkpoint(config.init_checkpoint)
     _check_export_dir(config.export)
     train, test, classes, source, skipped, dropped = load_annotations(config, log)
@@ -242,7 +260,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     clock = EpochClock(sync=sync)
     losses: list[float] = []
     effective = dataclasses.replace(config, epochs=epochs, classes=classes).to_dict()
-    env = {**env_mod.fingerprint(), "calibration": calibration.measure(sync=sync).to_dict()}
+    log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
+    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync)}
     model_info = {
         "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
         "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
@@ -252,17 +271,22 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         "loss_scaling": type(optimizer).__name__ == "LossScaleOptimizer",
     }
     weights = f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random"
+    wall: dict[str, float] = {}
+    wall_at_epoch: list[float] = []
 
-    def record(complete: bool, inference=None, accuracy=None) -> RunResult:
+    def record(complete: bool, inference=None, accuracy=None, utilisation=None) -> RunResult:
         return RunResult(
             task="detect", base=spec.name, complete=complete, config=effective, env=env, dataset=dataset,
-            train=TrainResult.from_times(clock.summary(), config.batch_size, losses), weights=weights,
-            model=model_info, inference=inference, accuracy=accuracy or {}, notes=notes,
+            train=TrainResult.from_times(clock.summary(), config.batch_size, losses,
+                                         wall_seconds=wall.get("seconds"), wall_seconds_at_epoch=wall_at_epoch),
+            weights=weights, model=model_info, inference=inference, accuracy=accuracy or {}, notes=notes,
+            utilisation=utilisation or {},
         )
 
     save(record(False).to_dict())
     log(f"training {epochs} epoch(s) of {steps_per_epoch} step(s), batch {config.batch_size}, "
         f"{len(train)} images, {len(classes)} classes ...")
+    started = time.perf_counter()
     try:
         for epoch in range(epochs):
             for metric in metrics:
@@ -279,6 +303,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
                         f"{step_seconds[-1]:.1f} s  epoch ETA {left:.0f} s")
             seconds = clock.stop()
             losses.append(float(np.mean(step_losses)))
+            wall_at_epoch.append(time.perf_counter() - started)
             for metric in metrics:
                 components.setdefault(metric.name, []).append(float(metric.result()))
             eta = eta_seconds(clock.epoch_seconds, epochs - epoch - 1)
@@ -286,8 +311,11 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
             log(f"epoch {epoch + 1}/{epochs}: {seconds:.3f} s  loss {losses[-1]:.4f}  {parts}  ETA {eta:.0f} s")
             save(record(False).to_dict())
     except BaseException:
+        wall["seconds"] = time.perf_counter() - started
         save(record(False).to_dict())
         raise
+    sync()
+    wall["seconds"] = time.perf_counter() - started
     if notes.get("epochs_defaulted_for_cpu"):
         projected = clock.epoch_seconds[0] * ARTICLE_EPOCHS
         notes["projected_article_protocol_seconds"] = projected
@@ -298,12 +326,21 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         f"first {config.warmup} excluded ...")
     serving = _serving(experiment, model, config.image_size)
     inference, accuracy = _measure_inference(serving, test, classes, config, sync, notes, log)
-    result = record(True, inference, accuracy)
+    train_result = record(False).train
+    epoch_seconds = train_result.steady_epoch_seconds or train_result.first_epoch_seconds  # the first holds tracing
+    utilisation = peak.run_utilisation(
+        env["peak"], config.precision, _forward_gflops(serving, config.image_size),
+        train_flops_per_forward=3, train_convention="3 x forward (every layer trains: forward, then gradients "
+                                                    "for activations and weights)",
+        train_images_per_second=steps_per_epoch * config.batch_size / epoch_seconds if epoch_seconds else None,
+        inference_images_per_second=inference.images_per_second,
+    )
+    result = record(True, inference, accuracy, utilisation)
     save(result.to_dict())
     if config.export:
         log(f"exporting the trained model as a SavedModel to {config.export} ...")
         tf.saved_model.save(serving[0], str(config.export), signatures=serving[1])
         notes["export_dir"] = str(config.export.resolve())
-        result = record(True, inference, accuracy)
+        result = record(True, inference, accuracy, utilisation)
         save(result.to_dict())
     return result

@@ -15,7 +15,8 @@ from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.report import plots
 from l40sbench.report.inputs import Loaded, machine_labels
-from l40sbench.report.tables import environment_block, format_duration, markdown_table, mean_epoch_seconds
+from l40sbench.report.tables import (CLOCK_PER_EPOCH, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
+                                     environment_block, format_duration, markdown_table, wall_epoch_seconds)
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
 
@@ -48,8 +49,9 @@ def _table(runs, columns) -> list[str]:
 TRAIN_COLUMNS = (
     ("input px", lambda r: str((r.get("config") or {}).get("image_size") or "-")),
     ("epochs", lambda r: str(r["train"]["epochs"])),
-    ("total", lambda r: format_duration(r["train"]["total_seconds"])),
-    ("per epoch", lambda r: format_duration(mean_epoch_seconds(r["train"]))),
+    (WALL_TOTAL, lambda r: format_duration(r["train"].get("wall_seconds"))),
+    (WALL_PER_EPOCH, lambda r: format_duration(wall_epoch_seconds(r["train"]))),
+    (CLOCK_PER_EPOCH, lambda r: format_duration(clock_epoch_seconds(r["train"]))),
     ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
     ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
 )
@@ -71,7 +73,7 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
     title = TASK_TITLES[task]
     parts = [f"## {title}", "", "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
     bars = [(r["base"], label, r["train"]["first_epoch_seconds"], r["train"]["steady_epoch_seconds"],
-             mean_epoch_seconds(r["train"]))
+             wall_epoch_seconds(r["train"]))
             for label, r in runs if r["train"].get("epochs")]
     if bars:
         name = f"epoch_times_{task}.png"
@@ -93,19 +95,6 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
     return parts
 
 
-def _scaling_batch(rows: Sequence[dict]) -> int:
-    """One model's batch for the device-count comparison: the study's if it ran (ok) at every device
-    count, else the largest that did, else the synthetic tables' own choice."""
-    from l40sbench.synthetic import tables as sweep_tables
-
-    counts = {r["devices"] for r in rows}
-    batches = sorted({r["per_device_batch"] for r in rows})
-    everywhere = [b for b in batches
-                  if {r["devices"] for r in rows if r["per_device_batch"] == b and r["status"] == "ok"} == counts]
-    preferred = sweep_tables.device_batch(rows[0]["model"], batches)
-    return preferred if preferred in everywhere else max(everywhere) if everywhere else preferred
-
-
 def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
     from l40sbench.synthetic import tables as sweep_tables
     from l40sbench.synthetic.models import MODELS
@@ -118,7 +107,7 @@ def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
     by_devices: dict[str, dict[str, list]] = {}
     for label, record in runs:
         rows = [r for r in record["rows"] if r.get("mode", "train") == "train"] or list(record["rows"])
-        chosen = {m: _scaling_batch([r for r in rows if r["model"] == m]) for m in {r["model"] for r in rows}}
+        chosen = {m: sweep_tables.device_batch([r for r in rows if r["model"] == m]) for m in {r["model"] for r in rows}}
         for r in rows:
             at_study_batch = r["per_device_batch"] == chosen[r["model"]]
             if at_study_batch:

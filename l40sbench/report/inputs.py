@@ -14,6 +14,7 @@ from typing import Sequence
 
 from l40sbench import reference
 from l40sbench.core.env import gpu_models
+from l40sbench.core.schema import check_record
 from l40sbench.errors import UserError
 
 
@@ -42,6 +43,12 @@ def read_result_file(path: Path) -> list[dict]:
     records = value if isinstance(value, list) else [value]
     if not records or not all(_is_record(r) for r in records):
         raise UserError(f"{path} is not an l40sbench result (no l40sbench.result schema)")
+    for index, record in enumerate(records):
+        try:
+            check_record(record)
+        except ValueError as exc:
+            where = f" (record {index + 1} of {len(records)})" if len(records) > 1 else ""
+            raise UserError(f"{path}{where} is not a valid l40sbench result: {exc}") from None
     return records
 
 

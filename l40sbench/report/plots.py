@@ -41,8 +41,8 @@ def epoch_bars(bars: Sequence[tuple[str, str, float | None, float | None, float 
                title: str) -> Path:
     """Time per epoch per base and machine: first epoch (hatched) beside the steady epochs.
 
-    bars: (base, machine, first epoch s, steady epoch s, mean epoch s). A record that
-    published only a total (the studies) draws its mean per epoch as one plain bar.
+    bars: (base, machine, first epoch s, steady epoch s, wall s / epochs). A record that
+    published only a total (the studies) draws its wall time per epoch as one plain bar.
     """
     plt = _pyplot()
     bases = list(dict.fromkeys(b[0] for b in bars))
@@ -64,7 +64,7 @@ def epoch_bars(bars: Sequence[tuple[str, str, float | None, float | None, float 
 
     handles = [Patch(color=colours[m], label=m) for m in machines]
     handles += [Patch(facecolor="grey", hatch="//", edgecolor="white", label="first epoch (tracing, warm-up)"),
-                Patch(facecolor="grey", label="steady epoch (mean of 2..N), or mean per epoch if that is all published")]
+                Patch(facecolor="grey", label="steady epoch clock (mean of 2..N), or wall / epochs if that is all published")]
     ax.set_xticks(range(len(bases)), bases)
     ax.set_ylabel("seconds per epoch")
     if _wide_range(heights):

@@ -48,6 +48,15 @@ def _calibration(figures: dict | None) -> str:
             f"3x3 conv {figures['conv_gflops']:.1f} GFLOP/s")
 
 
+def _machine_rate_row(env: dict) -> tuple[str, str]:
+    """The measured peak; an older record's calibration where it has no peak."""
+    from l40sbench.peak import summary
+
+    if not env.get("peak") and env.get("calibration"):
+        return "Calibration (same run)", _calibration(env["calibration"])
+    return "Peak (same run)", summary(env.get("peak"))
+
+
 def environment_block(env: dict) -> str:
     gpus = gpu_models(env)
     gpu = f"{len(gpus)}x {gpus[0]}" if gpus else "none (CPU only)"
@@ -57,7 +66,7 @@ def environment_block(env: dict) -> str:
         ("OS", env.get("os") or "-"),
         ("CUDA / cuDNN (TF build)", f"{env.get('cuda') or '-'} / {env.get('cudnn') or '-'}"),
         ("Python / TensorFlow / Keras", f"{env.get('python') or '-'} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
-        ("Calibration (same run)", _calibration(env.get("calibration"))),
+        _machine_rate_row(env),
         ("Suite commit", env.get("suite_commit") or "-"),
         ("Date (UTC)", env.get("timestamp_utc") or "-"),
     ]
@@ -65,28 +74,45 @@ def environment_block(env: dict) -> str:
     return "Environment\n" + "\n".join(f"  {k.ljust(width)} : {v}" for k, v in rows)
 
 
-def mean_epoch_seconds(train: dict) -> float | None:
-    """The articles' "time per epoch": total training time / epochs (None before any epoch)."""
-    return train["total_seconds"] / train["epochs"] if train.get("epochs") else None
+def wall_epoch_seconds(train: dict) -> float | None:
+    """The studies' "time per epoch": the whole training's wall time / epochs.
+
+    The studies timed their whole training; the suite's `wall_seconds` is the
+    same clock (fit start to end: epochs, per-epoch scoring, callbacks). None
+    for a record without a wall time, or before any epoch.
+    """
+    wall, epochs = train.get("wall_seconds"), train.get("epochs")
+    return wall / epochs if wall and epochs else None
+
+
+def clock_epoch_seconds(train: dict) -> float | None:
+    """The mean of the epoch clocks: what an epoch alone took (scoring and callbacks between epochs left out)."""
+    times = train.get("epoch_seconds") or ()
+    return sum(times) / len(times) if times else None
+
+
+WALL_TOTAL = "training wall time"
+WALL_PER_EPOCH = "time per epoch (wall / epochs, the studies' definition)"
+CLOCK_PER_EPOCH = "epoch clock mean"
 
 
 def training_table(results: Sequence[dict]) -> str:
     rows = []
     for r in results:
         train = r["train"]
-        per_epoch = mean_epoch_seconds(train)
         rows.append(
             (
                 r["base"],
                 train["epochs"],
-                format_duration(train["total_seconds"]),
-                format_duration(per_epoch),
+                format_duration(train.get("wall_seconds")),
+                format_duration(wall_epoch_seconds(train)),
+                format_duration(clock_epoch_seconds(train)),
                 format_duration(train["first_epoch_seconds"]),
                 format_duration(train["steady_epoch_seconds"]),
             )
         )
     return format_table(
-        ("base", "epochs", "total training time", "time per epoch", "first epoch", "steady epoch (2..N)"), rows
+        ("base", "epochs", WALL_TOTAL, WALL_PER_EPOCH, CLOCK_PER_EPOCH, "first epoch", "steady epoch (2..N)"), rows
     )
 
 
@@ -120,6 +146,23 @@ def dataset_table(counts: dict[str, dict[str, int]], images: dict[str, int] | No
         for split, per_split in counts.items()
     ]
     return format_table(("split", *classes, "images"), rows)
+
+
+def utilisation_line(result: dict) -> str:
+    """Training and inference FLOP/s as a share of the peak of the run's precision."""
+    u = result.get("utilisation") or {}
+    if not u.get("peak_gflops"):
+        return "utilisation: - (no peak in this record)"
+
+    def part(name: str) -> str:
+        share = u.get(name)
+        if share is None:
+            return f"{name} -"
+        return f"{name} {100 * share:.1f} % ({u[name + '_achieved_gflops']:.1f} GFLOP/s)"
+
+    return (f"utilisation of the {u['peak']} peak ({u['peak_gflops']:.1f} GFLOP/s): {part('train')}, "
+            f"{part('inference')}; {u['forward_gflops_per_image']:.3f} GFLOP per image forward, "
+            f"training counted as {u['train_flops_per_image']}")
 
 
 def accuracy_lines(result: dict) -> str:

@@ -12,7 +12,7 @@ def model_facts(name: str) -> dict:
     """Builds the model once and counts what --list prints."""
     import keras
 
-    from l40sbench.synthetic.flops import forward_gflops
+    from l40sbench.flops import forward_gflops
 
     spec = MODELS.get(name)
     model = spec.build()

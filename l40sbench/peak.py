@@ -1,0 +1,366 @@
+"""This machine's peak: the fastest rate its matmul reaches, per precision, measured in every run.
+
+Every utilisation figure is achieved FLOP/s over this peak, and every absolute
+time in the suite is read beside it (machines of one kind differ by CPU
+generation, so a time alone does not compare). A peak has to saturate the
+device, so the measurement:
+
+- sweeps the matmul size (512 to 4096 on a CPU, 4096 to 16384 on a GPU) and
+  stops once a larger size gains less than GAIN_TO_GO_ON;
+- runs K calls back to back between two syncs, with nothing copied to the
+  host inside the clock (core.timing.time_batches);
+- keeps the best sample as the peak and the median beside it as the noise.
+
+One peak per precision the device has: float32 always; bfloat16 on a CPU with
+AVX512-BF16 or AMX, and on GPUs; float16 and TF32 on GPUs. A run is divided by
+the peak of the precision it computes in (peak_for). The 3x3 convolution that
+the older calibration timed stays as a second figure, and on a CPU whose
+clock and core type are known, the theoretical peak (cores x GHz x FLOP per
+cycle) is recorded too. TensorFlow is imported only when a measurement runs.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from l40sbench.core.timing import Clock, Sync, no_sync, time_batches
+
+CPU_SIZES = (512, 1024, 2048, 4096)
+GPU_SIZES = (4096, 8192, 16384)
+SAMPLES = 3
+SAMPLE_SECONDS = {"CPU": 0.1, "GPU": 0.05}
+GAIN_TO_GO_ON = 1.03  # a larger matmul is tried only while the last one gained at least 3 %
+CONV_SHAPE = (8, 56, 56, 64)  # NHWC input; 3x3 kernel, 64 filters, stride 1, SAME: a ResNet stage-2 layer
+CONV_FILTERS = 64
+CONV_FLOP = 2 * CONV_SHAPE[0] * CONV_SHAPE[1] * CONV_SHAPE[2] * CONV_SHAPE[3] * CONV_FILTERS * 9
+
+# The peak a run's --precision is divided by. float32 on a GPU runs as TF32 where
+# TensorFlow's TF32 execution is on (its default on Ampere and later).
+RUN_PRECISION_PEAK = {"fp32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+
+
+def matmul_flop(n: int) -> int:
+    """Floating-point operations of one [n, n] x [n, n] matmul (a multiply-add is two)."""
+    return 2 * n**3
+
+
+@dataclass(frozen=True)
+class KernelPeak:
+    """The best rate one precision's matmul reached, and at which size.
+
+    Attributes:
+      precision: float32, tf32, bfloat16 or float16.
+      gflops: the best sample at the best size (10^9 float ops per second).
+      median_gflops: the median sample at that size: how noisy the machine was.
+      matmul_n: the size that gave the best rate.
+      calls_per_sample: back-to-back calls between the two syncs of a sample.
+      samples: samples per size.
+      gflops_by_size: the best rate at each size tried.
+    """
+
+    precision: str
+    gflops: float
+    median_gflops: float
+    matmul_n: int
+    calls_per_sample: int
+    samples: int
+    gflops_by_size: dict
+
+
+@dataclass(frozen=True)
+class Theoretical:
+    """cores x GHz x FLOP per cycle, or None with the reason in `basis`."""
+
+    float32_gflops: float | None
+    basis: str
+
+
+@dataclass(frozen=True)
+class Peak:
+    device_kind: str  # "CPU" or "GPU"
+    device: str
+    matmul: tuple[KernelPeak, ...]
+    conv_float32_gflops: float
+    conv_float32_median_gflops: float
+    theoretical: Theoretical
+
+    def to_dict(self) -> dict:
+        """env.peak in a result: matmul peaks keyed by precision, and measured / theoretical."""
+        float32 = next(p.gflops for p in self.matmul if p.precision == "float32")
+        theory = self.theoretical.float32_gflops
+        return {
+            "device_kind": self.device_kind, "device": self.device,
+            "matmul": {p.precision: asdict(p) for p in self.matmul},
+            "conv_float32_gflops": self.conv_float32_gflops,
+            "conv_float32_median_gflops": self.conv_float32_median_gflops,
+            "theoretical_float32_gflops": theory, "theoretical_basis": self.theoretical.basis,
+            "float32_measured_over_theoretical": float32 / theory if theory else None,
+        }
+
+
+def sweep_sizes(make_call: Callable[[int], Callable[[], object]], sizes, precision: str, *,
+                device_kind: str = "CPU", samples: int = SAMPLES, clock: Clock = time.perf_counter,
+                sync: Sync = no_sync) -> KernelPeak:
+    """The best matmul rate over growing sizes; make_call(n) returns one compiled [n, n] matmul.
+
+    At each size: one untimed call (tracing), one timed call that sets how many
+    calls fill a sample, then `samples` batches of back-to-back calls. The sweep
+    stops at the first size that gains less than GAIN_TO_GO_ON over the last.
+    """
+    by_size: dict[str, float] = {}
+    best: tuple[float, float, int, int] | None = None  # (rate, median, n, calls)
+    for n in sizes:
+        call = make_call(n)
+        call()
+        (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
+        calls = max(1, round(SAMPLE_SECONDS[device_kind] / one)) if one > 0 else 1
+        rates = [matmul_flop(n) * calls / seconds / 1e9
+                 for seconds in time_batches(call, calls, samples, clock=clock, sync=sync)]
+        by_size[str(n)] = max(rates)
+        previous = best[0] if best else None
+        if best is None or max(rates) > best[0]:
+            best = (max(rates), statistics.median(rates), n, calls)
+        if previous is not None and max(rates) < previous * GAIN_TO_GO_ON:
+            break
+    rate, median, n, calls = best
+    return KernelPeak(precision, rate, median, n, calls, samples, by_size)
+
+
+def precisions(device_kind: str, cpu_flags: set[str]) -> tuple[str, ...]:
+    """The precisions this device computes natively (float32 always)."""
+    if device_kind == "GPU":
+        return ("float32", "tf32", "bfloat16", "float16")
+    if {"avx512_bf16", "amx_bf16"} & cpu_flags:
+        return ("float32", "bfloat16")
+    return ("float32",)
+
+
+def peak_for(peak: dict | None, run_precision: str) -> tuple[str | None, float | None]:
+    """(name of the peak, its GFLOP/s per device) that a run in `run_precision` is divided by.
+
+    float32 on a GPU with TF32 measured is divided by the TF32 peak (TensorFlow's
+    default math there). A precision this device has no peak for falls back to
+    float32 and says so in the name. (None, None) for a record without env.peak.
+    """
+    if not peak or not peak.get("matmul"):
+        return None, None
+    matmul = peak["matmul"]
+    wanted = RUN_PRECISION_PEAK.get(run_precision, run_precision)
+    if wanted == "float32" and "tf32" in matmul and peak.get("tf32_enabled", True):
+        wanted = "tf32"
+    if wanted in matmul:
+        return wanted, matmul[wanted]["gflops"]
+    return f"float32 (no {wanted} peak on this device)", matmul["float32"]["gflops"]
+
+
+def utilisation(achieved_gflops: float | None, peak_gflops: float | None) -> float | None:
+    """achieved / peak as a fraction, None when either is unknown."""
+    if not achieved_gflops or not peak_gflops:
+        return None
+    return achieved_gflops / peak_gflops
+
+
+def run_utilisation(peak: dict | None, precision: str, forward_gflops: float | None, *,
+                    train_flops_per_forward: float, train_convention: str,
+                    train_images_per_second: float | None, inference_images_per_second: float | None) -> dict:
+    """How close a classify or detect run came to this device's peak, in training and in inference.
+
+    Achieved GFLOP/s = GFLOP per image x images/s: `train_flops_per_forward`
+    forward passes per trained image (3 when every layer trains), one per
+    inferred image. Both are divided by the peak of the run's precision.
+    """
+    name, peak_gflops = peak_for(peak, precision)
+    train = (forward_gflops * train_flops_per_forward * train_images_per_second
+             if forward_gflops and train_images_per_second else None)
+    inference = forward_gflops * inference_images_per_second if forward_gflops and inference_images_per_second else None
+    return {
+        "peak": name, "peak_gflops": peak_gflops, "forward_gflops_per_image": forward_gflops,
+        "train_flops_per_image": train_convention, "train_achieved_gflops": train,
+        "train": utilisation(train, peak_gflops), "inference_achieved_gflops": inference,
+        "inference": utilisation(inference, peak_gflops),
+    }
+
+
+# --- the theoretical CPU peak -------------------------------------------------------------
+
+def cpu_facts(cpuinfo: str) -> dict:
+    """vendor, family, model, model name, flags and physical cores of the CPUs /proc/cpuinfo lists."""
+    facts: dict = {"cores": set()}
+    record: dict = {}
+    for line in cpuinfo.splitlines() + [""]:
+        if not line.strip():
+            if record:
+                facts.setdefault("vendor", record.get("vendor_id"))
+                facts.setdefault("family", int(record.get("cpu family", -1)))
+                facts.setdefault("model", int(record.get("model", -1)))
+                facts.setdefault("name", record.get("model name", ""))
+                facts.setdefault("flags", set(record.get("flags", "").split()))
+                # SMT siblings share a core id: they add no FMA units.
+                facts["cores"].add((record.get("physical id"), record.get("core id") or record.get("processor")))
+            record = {}
+            continue
+        key, _, value = line.partition(":")
+        record[key.strip()] = value.strip()
+    facts["physical_cores"] = len(facts.pop("cores"))
+    return facts
+
+
+def fp32_flop_per_cycle(facts: dict) -> tuple[int | None, str]:
+    """float32 FLOP one core does per cycle at most (FMA units x lanes x 2), and the core it assumes."""
+    vendor, family, model, flags = facts.get("vendor"), facts.get("family"), facts.get("model"), facts.get("flags", set())
+    if vendor == "AuthenticAMD":
+        if family == 26:
+            return 64, "Zen 5 (two 512-bit FMA pipes)"
+        if family == 25:
+            zen4 = 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF
+            return 32, "Zen 4 (AVX-512 on two 256-bit FMA pipes)" if zen4 else "Zen 3 (two 256-bit FMA pipes)"
+        if family == 23:
+            return (32, "Zen 2 (two 256-bit FMA pipes)") if model >= 0x30 else (16, "Zen / Zen+ (128-bit FMA pipes)")
+    if vendor == "GenuineIntel" and "fma" in flags:
+        if "avx512f" in flags:
+            return None, "Intel with AVX-512: one or two 512-bit FMA units depending on the SKU"
+        return 32, "Intel AVX2 (two 256-bit FMA units)"
+    return None, f"no FLOP-per-cycle figure for {vendor} family {family} model {model}"
+
+
+def max_ghz(facts: dict, cpufreq: Path = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")) -> tuple[float | None, str]:
+    """The cores' maximum clock in GHz, from cpufreq, else a '@ N GHz' in the model name."""
+    try:
+        return int(cpufreq.read_text().strip()) / 1e6, "cpufreq maximum"
+    except (OSError, ValueError):
+        pass
+    match = re.search(r"@\s*([0-9.]+)\s*GHz", facts.get("name", ""))
+    if match:
+        return float(match.group(1)), "the model name's nominal clock (turbo may run faster)"
+    return None, f"no cpufreq and no GHz in the model name {facts.get('name')!r}"
+
+
+def theoretical_cpu_peak(cpuinfo: str, cpufreq: Path | None = None) -> Theoretical:
+    facts = cpu_facts(cpuinfo)
+    flop, core = fp32_flop_per_cycle(facts)
+    ghz, clock_source = max_ghz(facts) if cpufreq is None else max_ghz(facts, cpufreq)
+    cores = facts["physical_cores"]
+    if flop is None or ghz is None:
+        return Theoretical(None, f"unknown: {core if flop is None else clock_source}")
+    return Theoretical(cores * ghz * flop,
+                       f"{cores} cores x {ghz:.2f} GHz ({clock_source}) x {flop} FLOP/cycle ({core})")
+
+
+# --- the TensorFlow kernels ---------------------------------------------------------------
+
+def _tf_dtype(precision: str):
+    import tensorflow as tf
+
+    return {"float32": tf.float32, "tf32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[precision]
+
+
+def tf_matmul(precision: str) -> Callable[[int], Callable[[], object]]:
+    """make_call for sweep_sizes: n -> a compiled matmul returning the product on the device."""
+    import tensorflow as tf
+
+    def make(n: int):
+        generator = tf.random.Generator.from_seed(0)
+        a = tf.cast(generator.normal([n, n]), _tf_dtype(precision))
+        b = tf.cast(generator.normal([n, n]), _tf_dtype(precision))
+        return tf.function(lambda: tf.linalg.matmul(a, b))
+
+    return make
+
+
+def conv_kernel():
+    """The 3x3 convolution as a zero-argument compiled call returning the output on the device."""
+    import tensorflow as tf
+
+    generator = tf.random.Generator.from_seed(0)
+    x = generator.normal(CONV_SHAPE)
+    k = generator.normal([3, 3, CONV_SHAPE[3], CONV_FILTERS])
+    return tf.function(lambda: tf.nn.conv2d(x, k, strides=1, padding="SAME"))
+
+
+def _conv_rates(sync: Sync, device_kind: str) -> tuple[float, float]:
+    conv = conv_kernel()
+    conv()
+    (one,) = time_batches(conv, 1, 1, sync=sync)
+    calls = max(1, round(SAMPLE_SECONDS[device_kind] / one))
+    rates = [CONV_FLOP * calls / s / 1e9 for s in time_batches(conv, calls, SAMPLES, sync=sync)]
+    return max(rates), statistics.median(rates)
+
+
+def measure(sync: Sync = no_sync) -> Peak:
+    """Measures every precision's matmul peak and the conv rate on TensorFlow's default device.
+
+    A few seconds on two CPU cores. On a GPU, float32 is measured with TF32
+    execution off and tf32 with it on; the setting is restored afterwards.
+    """
+    import tensorflow as tf
+
+    from l40sbench.core.env import cpu_model
+
+    gpus = tf.config.list_logical_devices("GPU")
+    kind = "GPU" if gpus else "CPU"
+    cpuinfo = _read("/proc/cpuinfo")
+    flags = cpu_facts(cpuinfo).get("flags", set())
+    tf32_default = tf.config.experimental.tensor_float_32_execution_enabled()
+    peaks = []
+    try:
+        for precision in precisions(kind, flags):
+            if kind == "GPU":
+                tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
+            peaks.append(sweep_sizes(tf_matmul(precision), GPU_SIZES if gpus else CPU_SIZES, precision,
+                                     device_kind=kind, sync=sync))
+    finally:
+        if kind == "GPU":
+            tf.config.experimental.enable_tensor_float_32_execution(tf32_default)
+    conv_best, conv_median = _conv_rates(sync, kind)
+    device = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+        "device_name", "GPU") if gpus else cpu_model()
+    theoretical = theoretical_cpu_peak(cpuinfo) if kind == "CPU" else Theoretical(
+        None, "unknown: no theoretical figure for GPUs is kept")
+    return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
+
+
+def measure_env(sync: Sync = no_sync) -> dict:
+    """env.peak of a result record (tf32_enabled says which peak float32 runs are divided by on a GPU)."""
+    import tensorflow as tf
+
+    return {**measure(sync).to_dict(), "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def summary(peak: dict | None) -> str:
+    """One line for the environment block: each precision's peak, the conv rate, measured / theoretical."""
+    if not peak:
+        return "-"
+    parts = [f"{name} {p['gflops']:.1f}" for name, p in peak["matmul"].items()]
+    text = f"matmul {', '.join(parts)} GFLOP/s; 3x3 conv float32 {peak['conv_float32_gflops']:.1f} GFLOP/s"
+    ratio = peak.get("float32_measured_over_theoretical")
+    if ratio:
+        text += f"; float32 {100 * ratio:.0f} % of theoretical {peak['theoretical_float32_gflops']:.0f} GFLOP/s"
+    else:
+        text += f"; theoretical {peak.get('theoretical_basis') or 'unknown'}"
+    return text
+
+
+def rates(env: dict) -> tuple[float | None, float | None]:
+    """(float32 matmul GFLOP/s, conv GFLOP/s) of a record: env.peak, or an older record's env.calibration."""
+    if env.get("peak"):
+        return env["peak"]["matmul"]["float32"]["gflops"], env["peak"]["conv_float32_gflops"]
+    old = env.get("calibration") or {}
+    return old.get("matmul_gflops"), old.get("conv_gflops")
+
+
+if __name__ == "__main__":  # python -m l40sbench.peak: this machine's peaks as JSON
+    import json
+
+    print(json.dumps(measure_env(), indent=2, sort_keys=True))

@@ -1,0 +1,149 @@
+"""The peak measurement's arithmetic with an injected clock and sync: no framework, no timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from l40sbench import peak
+from l40sbench.core.timing import time_batches
+
+
+class DeviceTensor:
+    """What a GPU kernel returns: reading it on the host inside the clock would be a copy."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def numpy(self):
+        self.events.append("host copy")
+        raise AssertionError("the peak must not copy a result to the host")
+
+    __array__ = numpy
+
+
+class FakeDevice:
+    """An asynchronous device: calls queue work, sync waits for it, the clock reads simulated time."""
+
+    def __init__(self, seconds_per_call: dict[int, float] | float):
+        self.seconds_per_call = seconds_per_call
+        self.events: list[str] = []
+        self.now = 0.0
+        self.queued = 0.0
+
+    def clock(self) -> float:
+        self.events.append("read")
+        return self.now
+
+    def sync(self) -> None:
+        self.events.append("sync")
+        self.now += self.queued
+        self.queued = 0.0
+
+    def make_call(self, n: int):
+        def call():
+            self.events.append("call")
+            per = self.seconds_per_call if isinstance(self.seconds_per_call, float) else self.seconds_per_call[n]
+            self.queued += per
+            return DeviceTensor(self.events)
+
+        return call
+
+
+def test_a_batch_of_calls_has_one_sync_inside_the_clock_and_no_host_copy():
+    device = FakeDevice(0.01)
+    seconds = time_batches(device.make_call(0), 4, 2, clock=device.clock, sync=device.sync)
+    assert seconds == pytest.approx([0.04, 0.04])
+    one_batch = ["sync", "read", "call", "call", "call", "call", "sync", "read"]
+    assert device.events == one_batch * 2
+    assert "host copy" not in device.events
+    with pytest.raises(ValueError, match="calls=0"):
+        time_batches(lambda: None, 0, 1)
+
+
+def test_the_sweep_keeps_the_best_size_and_stops_when_a_larger_one_gains_little():
+    # Rates: 512 -> 100 GFLOP/s, 1024 -> 200, 2048 -> 204 (< 3 % more: stop), 4096 never tried.
+    times = {n: peak.matmul_flop(n) / (rate * 1e9) for n, rate in ((512, 100.0), (1024, 200.0), (2048, 204.0),
+                                                                    (4096, 900.0))}
+    device = FakeDevice(times)
+    result = peak.sweep_sizes(device.make_call, (512, 1024, 2048, 4096), "float32", samples=3,
+                              clock=device.clock, sync=device.sync)
+    assert result.gflops == pytest.approx(204.0) and result.matmul_n == 2048
+    assert result.median_gflops == pytest.approx(204.0)
+    assert set(result.gflops_by_size) == {"512", "1024", "2048"}
+    assert result.gflops_by_size["1024"] == pytest.approx(200.0)
+    # calls per sample fill SAMPLE_SECONDS on the CPU: 0.1 s / the 2048 call's time
+    assert result.calls_per_sample == round(0.1 / times[2048])
+    assert "host copy" not in device.events
+    # per size: a tracing call outside any clock, one timed call, then the samples: one sync pair around each batch
+    reads = device.events.count("read")
+    assert reads == 3 * 2 * (1 + 3)
+
+
+def test_the_best_sample_is_the_peak_and_the_median_the_noise():
+    device = FakeDevice(0.0)
+    durations = iter([9.0, 1.0, 1.0, 2.0, 4.0])  # tracing, sizing, then three samples of one call each
+
+    def call():
+        device.queued += next(durations)
+
+    n = 1000
+    result = peak.sweep_sizes(lambda _: call, (n,), "float32", device_kind="GPU", samples=3,
+                              clock=device.clock, sync=device.sync)
+    assert result.calls_per_sample == 1  # one call already outlasts a sample's 0.05 s
+    flop = peak.matmul_flop(n) / 1e9
+    assert result.gflops == pytest.approx(flop / 1.0)
+    assert result.median_gflops == pytest.approx(flop / 2.0)
+
+
+def test_each_precision_is_divided_by_its_own_peak():
+    cpu = {"matmul": {"float32": {"gflops": 480.0}, "bfloat16": {"gflops": 850.0}}}
+    assert peak.peak_for(cpu, "fp32") == ("float32", 480.0)
+    assert peak.peak_for(cpu, "mixed_bfloat16") == ("bfloat16", 850.0)
+    assert peak.peak_for(cpu, "mixed_float16") == ("float32 (no float16 peak on this device)", 480.0)
+    gpu = {"matmul": {"float32": {"gflops": 60e3}, "tf32": {"gflops": 400e3}, "float16": {"gflops": 800e3}},
+           "tf32_enabled": True}
+    assert peak.peak_for(gpu, "fp32") == ("tf32", 400e3)
+    assert peak.peak_for({**gpu, "tf32_enabled": False}, "fp32") == ("float32", 60e3)
+    assert peak.peak_for(gpu, "mixed_float16") == ("float16", 800e3)
+    assert peak.peak_for(None, "fp32") == (None, None)
+    assert peak.utilisation(240.0, 480.0) == pytest.approx(0.5)
+    assert peak.utilisation(None, 480.0) is None
+
+
+def test_precisions_follow_the_device():
+    assert peak.precisions("CPU", {"avx512f"}) == ("float32",)
+    assert peak.precisions("CPU", {"avx512f", "avx512_bf16"}) == ("float32", "bfloat16")
+    assert peak.precisions("CPU", {"amx_bf16"}) == ("float32", "bfloat16")
+    assert peak.precisions("GPU", set()) == ("float32", "tf32", "bfloat16", "float16")
+
+
+def _cpuinfo(family: int, model: int, name: str, cores: list[tuple[int, int]], flags="fma avx2 avx512f"):
+    return "\n\n".join(
+        f"processor\t: {i}\nvendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+        f"model name\t: {name}\nphysical id\t: {socket}\ncore id\t\t: {core}\nflags\t\t: {flags}"
+        for i, (socket, core) in enumerate(cores)) + "\n"
+
+
+def test_theoretical_peak_is_cores_times_clock_times_flop_per_cycle(tmp_path):
+    freq = tmp_path / "cpuinfo_max_freq"
+    freq.write_text("3700000\n")  # kHz
+    zen5 = peak.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0), (0, 1)]), cpufreq=freq)
+    assert zen5.float32_gflops == pytest.approx(2 * 3.7 * 64)
+    assert "2 cores x 3.70 GHz (cpufreq maximum) x 64 FLOP/cycle (Zen 5" in zen5.basis
+    # two SMT siblings of one core have one core's FMA units
+    siblings = peak.theoretical_cpu_peak(_cpuinfo(25, 0x11, "AMD EPYC", [(0, 0), (0, 0)]), cpufreq=freq)
+    assert siblings.float32_gflops == pytest.approx(1 * 3.7 * 32)
+    unknown = peak.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0)]), cpufreq=tmp_path / "absent")
+    assert unknown.float32_gflops is None and "no GHz in the model name 'AMD EPYC'" in unknown.basis
+    named = peak.theoretical_cpu_peak(_cpuinfo(23, 0x31, "AMD EPYC 7B12 @ 2.25GHz", [(0, 0)]),
+                                      cpufreq=tmp_path / "absent")
+    assert named.float32_gflops == pytest.approx(2.25 * 32) and "nominal" in named.basis
+
+
+def test_a_record_reports_measured_over_theoretical_and_old_records_still_give_rates():
+    kernel = peak.KernelPeak("float32", 400.0, 390.0, 2048, 3, 3, {"2048": 400.0})
+    record = peak.Peak("CPU", "AMD EPYC", (kernel,), 300.0, 290.0, peak.Theoretical(500.0, "basis")).to_dict()
+    assert record["float32_measured_over_theoretical"] == pytest.approx(0.8)
+    assert peak.rates({"peak": record}) == (400.0, 300.0)
+    assert peak.rates({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}}) == (207.0, 190.0)
+    assert peak.rates({}) == (None, None)
