@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import datetime as _dt
 import json
+import math
 import os
 import sys
 import tempfile
@@ -122,9 +123,10 @@ def _add_detect(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
     p.add_argument("--image-size", type=int, default=640, help="square model input, a multiple of 32 (default: 640)")
     p.add_argument("--init-checkpoint", help="a Model Garden or backbone checkpoint to start from (default: random init)")
-    p.add_argument("--classes", help="comma-separated class names (default: the sorted names found in the annotations)")
+    p.add_argument("--classes", type=_name_list,
+                   help="comma-separated class names (default: the sorted names found in the annotations)")
     p.add_argument("--limit", type=int, help="at most N images per split (quick runs)")
-    p.add_argument("--score-threshold", type=float, default=0.05,
+    p.add_argument("--score-threshold", type=_finite, default=0.05,
                    help="detections below this score are not evaluated (default: 0.05)")
     p.add_argument("--export", type=Path, metavar="DIR",
                    help="save the trained model as a SavedModel in DIR (new or empty), serving the signature that "
@@ -140,11 +142,33 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
     if not values:
         raise argparse.ArgumentTypeError("expected at least one number")
-    return values
+    return _distinct(values)
 
 
 def _name_list(text: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in text.split(",") if v.strip())
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected at least one comma-separated name, got {text!r}")
+    return _distinct(values)
+
+
+def _distinct(values: tuple) -> tuple:
+    """A list flag names each value once: a repeat would measure the same configuration twice."""
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given more than once")
+    return values
+
+
+def _finite(text: str) -> float:
+    """A float flag: a number, not nan or inf (an infinite limit or tolerance would never act)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 # Sweep flags --resume takes from the sweep it resumes (their defaults are None so a given one shows).
@@ -179,12 +203,13 @@ def _add_synthetic(subparsers) -> None:
     p.add_argument("--precision", choices=PRECISIONS, help="mixed-precision policy (default: fp32)")
     p.add_argument("--xla", action="store_true", default=None, help="compile the step with XLA (jit_compile)")
     p.add_argument("--optimizer", choices=("sgd", "momentum", "adam"), help="default: sgd, the study's")
-    p.add_argument("--warmup-steps", type=int, help="steps run before timing, excluded (default: 10)")
+    p.add_argument("--warmup-steps", type=int, help="steps run before timing, excluded; at least 1, since the first traces and compiles "
+                        "(default: 10)")
     p.add_argument("--steps", type=int, help="timed steps per configuration (default: 100)")
-    p.add_argument("--memory-limit", type=float, metavar="GB",
+    p.add_argument("--memory-limit", type=_finite, metavar="GB",
                    help="memory cap per configuration: a logical-device limit per GPU, or the child's resident "
                         "memory on the CPU (cgroup where allowed, else a watchdog); over it is out of memory")
-    p.add_argument("--timeout", type=float, metavar="S", help="seconds a configuration may take (default: no limit)")
+    p.add_argument("--timeout", type=_finite, metavar="S", help="seconds a configuration may take (default: no limit)")
     p.add_argument("--find-max-batch", action="store_true",
                    help="instead of timing, find each model's largest per-device batch that fits (doubling, then "
                         "bisection, from the smallest --batch-sizes); needs --memory-limit without a GPU")
@@ -211,7 +236,7 @@ def _add_cost(subparsers) -> None:
     )
     p.add_argument("--reference", choices=("leadergpu-2017",), help="reprice a study's cost table")
     p.add_argument("--images", type=int, default=500_000, help="images to process (default: 500000, the study's)")
-    p.add_argument("--throughput", type=float, metavar="IMAGES_PER_S", help="measured images/s")
+    p.add_argument("--throughput", type=_finite, metavar="IMAGES_PER_S", help="measured images/s")
     p.add_argument("--results", nargs="+", metavar="RESULT",
                    help="result files, run folders or references (l40s, leadergpu-2017) of classify, detect or "
                         "synthetic runs to take images/s from, one row per figure")
@@ -219,15 +244,15 @@ def _add_cost(subparsers) -> None:
                    help="offers to price at once, TOML ([[offer]] tables) or JSON ({\"offers\": [...]}), each with "
                         "name, price, and optionally devices, unit, currency, billing, minimum, machine; with --results "
                         "an offer prices the figures measured on as many devices (and on its machine, if named)")
-    p.add_argument("--target", type=float, metavar="FRACTION",
+    p.add_argument("--target", type=_finite, metavar="FRACTION",
                    help="cost to accuracy (DAWNBench): with --results, the training time until the per-epoch test "
                         "metric first reached FRACTION (e.g. 0.9), times the price")
-    p.add_argument("--price", type=float, help="price per --per")
+    p.add_argument("--price", type=_finite, help="price per --per")
     p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute", help="the price's time unit (default: minute)")
     p.add_argument("--currency", choices=tuple(CURRENCY_SIGNS), default="EUR", help="default: EUR")
     p.add_argument("--billing", choices=tuple(UNIT_SECONDS), default="second",
                    help="granularity the billed time is rounded up to (default: second)")
-    p.add_argument("--minimum", type=float, default=0.0, help="minimum charge per run (default: 0)")
+    p.add_argument("--minimum", type=_finite, default=0.0, help="minimum charge per run (default: 0)")
     p.add_argument("--model", default="-", help="model name for the table")
     p.add_argument("--offer", default="offer", help="offer name for the table")
     p.add_argument("--devices", type=int, default=1, help="devices the price buys (for the table; default: 1)")
@@ -249,9 +274,9 @@ def _add_compare(subparsers) -> None:
     )
     p.add_argument("baseline", metavar="BASELINE", help="result file, run folder or reference name")
     p.add_argument("new", metavar="NEW", help="result file, run folder or reference name")
-    p.add_argument("--tolerance", type=float, default=10.0, metavar="PERCENT",
+    p.add_argument("--tolerance", type=_finite, default=10.0, metavar="PERCENT",
                    help="how much slower a time may get before it counts as a regression (default: 10)")
-    p.add_argument("--accuracy-tolerance", type=float, default=2.0, metavar="POINTS",
+    p.add_argument("--accuracy-tolerance", type=_finite, default=2.0, metavar="POINTS",
                    help="how many points accuracy or mAP may fall (2 = 0.02) (default: 2)")
     p.set_defaults(func=_cmd_compare)
 
@@ -369,6 +394,7 @@ def _run_and_report(task: str, config, runner) -> int:
     print(tables.inference_table([result]))
     print()
     print(tables.accuracy_lines(result))
+    print(tables.utilisation_line(result))
     print(f"results: {saved['path']} and result.csv")
     return 0
 
@@ -399,7 +425,7 @@ def _cmd_detect(args) -> int:
     from l40sbench.detect.config import DetectConfig
     from l40sbench.detect.run import run_detect
 
-    classes = tuple(c.strip() for c in args.classes.split(",") if c.strip()) if args.classes else None
+    classes = args.classes
     config = _config(
         DetectConfig,
         base=args.base, **_data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
@@ -583,7 +609,7 @@ def _cost_to_target(args, loaded, offers) -> int:
                 cells = ["not reached", f"in {reached.epochs} epochs", "-", "-"]
             else:
                 _, money, rule = cost.charge(reached.seconds, offer)
-                cells = [f"epoch {reached.epoch}/{reached.epochs}", format_duration(reached.seconds),
+                cells = [f"epoch {reached.epoch}/{reached.epochs}", f"{format_duration(reached.seconds)} ({reached.clock})",
                          cost.money(money, offer.currency), rule]
             body.append([item.record.get("base"), machine(item.record), f"{reached.metric} >= {args.target:g}",
                          cells[0], cells[1], offer.name, *cells[2:]])
@@ -618,6 +644,7 @@ def _figure(value) -> str:
 
 
 def _cmd_compare(args) -> int:
+    from l40sbench.peak import rates as machine_rates
     from l40sbench.report import compare
     from l40sbench.report.inputs import load_all, machine
     from l40sbench.report.tables import format_table
@@ -625,9 +652,8 @@ def _cmd_compare(args) -> int:
     sides = {"baseline": load_all([args.baseline]), "new": load_all([args.new])}  # both readable before any output
     for name, item in (("baseline", args.baseline), ("new", args.new)):
         machines = ", ".join(dict.fromkeys(machine(loaded.record) for loaded in sides[name]))
-        rates = [c["matmul_gflops"] for loaded in sides[name]
-                 if (c := (loaded.record.get("env") or {}).get("calibration"))]
-        calibration = f"; calibration matmul {rates[0]:.1f} GFLOP/s" if rates else ""
+        rates = [rate for loaded in sides[name] if (rate := machine_rates(loaded.record.get("env") or {})[0])]
+        calibration = f"; float32 matmul peak {rates[0]:.1f} GFLOP/s" if rates else ""
         print(f"{name}: {item} ({machines}{calibration})")
     try:
         result = compare.compare([x.record for x in sides["baseline"]], [x.record for x in sides["new"]],

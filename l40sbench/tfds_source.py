@@ -50,6 +50,9 @@ class TfdsRef:
             splits = tuple(s.strip() for s in splits.split(","))
             if len(splits) != 2 or not all(splits):
                 raise UserError(f"--tfds-splits takes TRAIN,TEST in TFDS slicing syntax, e.g. {SPLITS_EXAMPLE}")
+            if splits[0] == splits[1]:
+                raise UserError(f"--tfds-splits gives {splits[0]!r} for both training and test: a model scored on "
+                                f"the images it trained on says nothing; e.g. {SPLITS_EXAMPLE}")
         return cls(parts[0], parts[1] if len(parts) == 2 else None, data_dir, splits)
 
     @property
@@ -124,10 +127,12 @@ def resolve_splits(builder, ref: TfdsRef) -> tuple[str, str]:
                         f"{SPLITS_HINT}")
     for split in ref.splits:
         try:
-            builder.info.splits[split].num_examples
+            examples = builder.info.splits[split].num_examples
         except Exception as exc:  # a bad slice or unknown split name
             raise UserError(f"--tfds-splits: {split!r} is not a split of {ref.spec} ({_first_line(exc)}; "
                             f"splits: {available})") from None
+        if not examples:
+            raise UserError(f"--tfds-splits: {split!r} selects no example of {ref.spec} (splits: {available})")
     return ref.splits
 
 

@@ -10,16 +10,38 @@ from tests.benchmarks.conftest import References
 
 
 def _results(**figures):
-    """A pytest-benchmark JSON with one benchmark per figure: name=(value, max, baseline)."""
+    """A pytest-benchmark JSON with one benchmark per figure: name=(value, max, baseline[, min[, exact]])."""
     benchmarks = []
-    for name, (value, maximum, baseline) in figures.items():
-        entry = {"value": value, "what": f"what {name} is", "max": maximum, "baseline": baseline}
+    for name, (value, maximum, baseline, *rest) in figures.items():
+        minimum, exact = (rest[0] if rest else None), (rest[1] if len(rest) > 1 else False)
+        entry = {"value": value, "what": f"what {name} is", "max": maximum, "min": minimum, "baseline": baseline,
+                 "exact": exact}
         benchmarks.append({"name": f"test_{name}", "extra_info": {"gates": {name: entry}}})
     return {"benchmarks": benchmarks, "machine_info": {"node": "here", "cpu": {"brand_raw": "x"}},
             "commit_info": {"id": "abc"}, "datetime": "2026-11-30T00:00:00"}
 
 
 BASELINE = {"threshold": 1.3, "figures": {"step": 10.0, "load": 0.02}}
+EXACT = {"structure.synthetic.alexnet.parameters": 62378344, "structure.synthetic.alexnet.forward_gflops": 1.43}
+
+
+def test_a_baseline_figure_missing_from_the_results_fails_naming_it():
+    """A benchmark removed, renamed or deselected with -k: its figures are named, not passed over."""
+    found = gate.verdicts(_results(step=(10.0, None, True)), {**BASELINE, "exact": EXACT})
+    failed = sorted(v.name for v in found if not v.ok)
+    assert failed == ["load", "structure.synthetic.alexnet.forward_gflops", "structure.synthetic.alexnet.parameters"]
+    assert all("missing from the results" in v.line for v in found if not v.ok)
+
+
+def test_exact_figures_pass_only_when_equal():
+    same = gate.verdicts(_results(**{name: (value, None, False, None, True) for name, value in EXACT.items()}),
+                         {"exact": EXACT})
+    assert [v.ok for v in same] == [True, True]
+    changed = gate.verdicts(_results(**{"structure.synthetic.alexnet.forward_gflops": (1.4300001, None, False, None,
+                                                                                         True),
+                                        "structure.synthetic.alexnet.parameters": (62378344, None, False, None, True)}),
+                            {"exact": EXACT})
+    assert [v.ok for v in changed] == [False, True]
 
 
 def test_figures_within_bound_and_threshold_pass():
@@ -31,16 +53,23 @@ def test_figures_within_bound_and_threshold_pass():
 
 @pytest.mark.parametrize("figures, failing", [
     ({"probe": (1.5, 1.10, False)}, "FAIL  probe = 1.5 (bound <= 1.1"),
-    ({"step": (15.0, None, True)}, "FAIL  step = 15, 1.50x the baseline 10 (fails above 1.30x"),
+    ({"probe": (0.5, None, False, 0.9)}, "FAIL  probe = 0.5 (bound >= 0.9"),
+    ({"step": (15.0, None, True)}, "FAIL  step = 15, 1.50x the baseline 10 (fails outside 0.77x..1.30x"),
+    ({"step": (7.0, None, True)}, "FAIL  step = 7, 0.70x the baseline 10 (fails outside 0.77x..1.30x"),
     ({"new": (3.0, None, True)}, "FAIL  new = 3: no baseline for it"),
+    ({"structure.synthetic.alexnet.parameters": (62378345, None, False, None, True)},
+     "FAIL  structure.synthetic.alexnet.parameters = 62378345, the baseline holds 62378344: what "
+     "structure.synthetic.alexnet.parameters is changed"),
 ])
 def test_a_regression_fails_naming_the_figure(figures, failing, tmp_path, capsys):
-    found = gate.verdicts(_results(**figures), BASELINE)
+    relevant = {"threshold": 1.3, "figures": {k: v for k, v in BASELINE["figures"].items() if k in figures},
+                "exact": {k: v for k, v in EXACT.items() if k in figures}}
+    found = gate.verdicts(_results(**figures), relevant)
     assert len(found) == 1 and not found[0].ok and found[0].line.startswith(failing)
     path = tmp_path / "r.json"
     path.write_text(json.dumps(_results(**figures)))
     baseline = tmp_path / "baseline.json"
-    baseline.write_text(json.dumps(BASELINE))
+    baseline.write_text(json.dumps(relevant))
     assert gate.main([str(path), "--baseline", str(baseline)]) == 1
     out = capsys.readouterr().out
     assert f"gate: FAILED on {next(iter(figures))}" in out and "gate: 0 passed, 1 failed" in out
@@ -71,10 +100,30 @@ def test_update_takes_the_median_of_the_runs(tmp_path):
     assert written["runs"] == 3 and written["threshold"] == gate.THRESHOLD and written["schema"] == gate.SCHEMA
 
 
+def test_update_refuses_exact_figures_that_differ_between_runs(tmp_path, capsys):
+    runs = []
+    for i, value in enumerate((100, 101)):
+        path = tmp_path / f"{i}.json"
+        path.write_text(json.dumps(_results(**{"structure.x.parameters": (value, None, False, None, True)})))
+        runs.append(str(path))
+    assert gate.main(["--update", *runs, "--baseline", str(tmp_path / "b.json")]) == 2
+    assert "exact figures differ between the runs: structure.x.parameters" in capsys.readouterr().err
+
+
 def test_the_committed_baseline_covers_every_baseline_figure_the_benchmarks_record():
+    from l40sbench.classify.bases import BASES
+    from l40sbench.detect.bases import DETECTORS
+    from l40sbench.synthetic.models import MODELS
+
     committed = json.loads(gate.BASELINE.read_text())
-    assert set(committed["figures"]) == {"cache_load_over_decode", "forward_over_plain_keras", "serving_over_model",
+    assert set(committed["figures"]) == {"cache_load_over_decode", "decode_over_opencv", "forward_over_plain_keras",
+                                         "serving_over_model", "synthetic_step_over_plain_keras",
                                          "train_step_over_plain_keras"}
+    models = [("classify", n) for n in BASES.names()] + [("detect", n) for n in DETECTORS.names()] + [
+        ("synthetic", n) for n in MODELS.names()]
+    assert len(models) == 20
+    assert set(committed["exact"]) == {f"structure.{family}.{name}.{figure}" for family, name in models
+                                       for figure in ("parameters", "forward_gflops")}
     assert 1.0 < committed["threshold"] < 1.5
 
 

@@ -1,5 +1,6 @@
 """Synthetic sweeps: the twelve models against their citations, and the sweep's parts one by one."""
 
+import dataclasses
 import sys
 
 import pytest
@@ -61,7 +62,7 @@ def test_every_model_builds_runs_a_small_batch_and_matches_its_citation(name):
 def test_forward_flops_are_counted_from_the_graph():
     """lenet by hand (2 per multiply-add; the profiler adds bias adds and pooling on top, under 1 %),
     and vgg16 against its well-known 15.47 G multiply-adds."""
-    from l40sbench.synthetic.flops import forward_gflops
+    from l40sbench.flops import forward_gflops
 
     lenet = MODELS.get("lenet")
     macs = 28 * 28 * 32 * 5 * 5 * 3 + 14 * 14 * 64 * 5 * 5 * 32 + 3136 * 512 + 512 * 1000
@@ -91,12 +92,19 @@ def _row(model="lenet", batch=8, devices=1, status="ok", rate=100.0, kind="CPU",
 def test_scaling_efficiency_and_utilisation():
     rows = with_scaling([_row(rate=100.0), _row(devices=2, rate=150.0), _row(devices=4, status="oom")])
     assert [r.scaling_efficiency for r in rows] == [1.0, 0.75, None]
-    calibration = {"matmul_gflops": 500.0}
-    assert with_utilisation(_row(tflops=0.25), calibration).utilisation == pytest.approx(0.5)
+    state = {"peak": {"matmul": {"float32": {"gflops": 500.0}, "bfloat16": {"gflops": 1000.0}}}}
+    row = with_utilisation(_row(tflops=0.25), state)
+    assert row.utilisation == pytest.approx(0.5) and row.utilisation_peak == "float32"
     # N GPUs bring N times the peak; N logical CPU devices share one CPU's.
-    assert with_utilisation(_row(devices=2, kind="GPU", tflops=0.25), calibration).utilisation == pytest.approx(0.25)
-    assert with_utilisation(_row(devices=2, tflops=0.25), calibration).utilisation == pytest.approx(0.5)
-    assert with_utilisation(_row(status="oom"), calibration).utilisation is None
+    assert with_utilisation(_row(devices=2, kind="GPU", tflops=0.25), state).utilisation == pytest.approx(0.25)
+    assert with_utilisation(_row(devices=2, tflops=0.25), state).utilisation == pytest.approx(0.5)
+    assert with_utilisation(_row(status="oom"), state).utilisation is None
+    # a mixed_bfloat16 row is divided by the bfloat16 peak and says so
+    bf16 = with_utilisation(dataclasses.replace(_row(tflops=0.25), precision="mixed_bfloat16"), state)
+    assert bf16.utilisation == pytest.approx(0.25) and bf16.utilisation_peak == "bfloat16"
+    # a sweep folder begun before peaks existed: its calibration matmul, named as such
+    old = with_utilisation(_row(tflops=0.25), {"calibration": {"matmul_gflops": 500.0}})
+    assert old.utilisation == pytest.approx(0.5) and "older sweep" in old.utilisation_peak
 
 
 @pytest.mark.parametrize("largest", [None, 1, 5, 8, 9, 31, 64, 100, 1000])
@@ -126,6 +134,31 @@ def test_tables_put_the_out_of_memory_mark_where_the_study_does():
     assert by_devices[2][1][1] == ["256", "-", "-*"]
 
 
+def test_the_device_table_and_the_report_pick_the_same_batch():
+    """The study's batch (resnet50: 64) ran out of memory on 2 devices: both take the largest batch that ran on
+    every device count (32), not the largest swept (128, which ran on 1 device only)."""
+    from l40sbench.report.document import write_report
+    from l40sbench.report.inputs import Loaded
+
+    rows = [r.to_dict() for r in (
+        _row("resnet50", 32, 1, rate=10.0), _row("resnet50", 32, 2, rate=19.0), _row("resnet50", 64, 1, rate=11.0),
+        _row("resnet50", 64, 2, status="oom"), _row("resnet50", 128, 1, rate=12.0), _row("resnet50", 128, 2, "error"))]
+    assert tables.device_batch(rows) == 32
+    headers, body = tables.device_table(rows)
+    assert headers == ["devices", "ResNet-50 (batch 32)"] and body == [["1", "10.00"], ["2", "19.00"]]
+    config = {"models": ["resnet50"], "batch_sizes": [32, 64, 128], "settings": {"optimizer": "sgd", "mode": "train",
+                                                                                 "precision": "fp32"}}
+    assert tables.options_table(config, rows)[1][0] == ["Batch size per device", "32"]
+    assert tables.options_table(config)[1][0] == ["Batch size per device", "64"]  # nothing ran yet: the study's
+    record = {"task": "synthetic", "base": "sweep", "complete": True, "config": config, "env": {}, "rows": rows}
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as out:
+        text = write_report([Loaded("sweep", record)], Path(out)).read_text()
+    assert "ResNet-50 (batch 32)" in text and "batch 64)" not in text and "batch 128)" not in text
+
+
 def test_batch_tables_split_the_twelve_models_in_groups_of_six():
     rows = [_row(m, 32).to_dict() for m in STUDY_ORDER]
     groups = [h[1:] for d, h, b in tables.batch_tables(rows)]
@@ -145,6 +178,65 @@ def test_the_memory_cap_ends_a_child_over_it_and_spares_one_under_it(try_cgroup)
     assert over.peak_rss_mb <= 1500  # ended on its way up, not after it got there
     if not try_cgroup:
         assert over.enforcement == "watchdog"
+
+
+@pytest.mark.parametrize("version, files, expected", [
+    (2, ("memory.swap.max",), {"memory.swap.max": "0"}),
+    (2, (), {}),  # no swap accounting: nothing to limit
+    (1, ("memory.swappiness", "memory.memsw.limit_in_bytes"),
+     {"memory.swappiness": "0", "memory.memsw.limit_in_bytes": "1048576"}),
+])
+def test_a_capped_child_gets_no_swap(tmp_path, version, files, expected):
+    for name in files:
+        (tmp_path / name).write_text("max")
+    child._no_swap(tmp_path, version, 2**20)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {**{n: "max" for n in files}, **expected}
+
+
+def test_the_cgroup_made_here_has_no_swap_where_the_kernel_allows_one():
+    cgroup = child._Cgroup.create(64 * 2**20)
+    if cgroup is None:
+        pytest.skip("this kernel lets no cgroup be made here (the watchdog alone caps memory)")
+    try:
+        if cgroup.version == 2:
+            swap = cgroup.path / "memory.swap.max"
+            assert not swap.exists() or swap.read_text().strip() == "0"
+        else:
+            assert (cgroup.path / "memory.swappiness").read_text().strip() == "0"
+            memsw = cgroup.path / "memory.memsw.limit_in_bytes"
+            assert not memsw.exists() or int(memsw.read_text()) == 64 * 2**20
+    finally:
+        cgroup.remove()
+
+
+@pytest.mark.parametrize("timed_out, over_memory", [(True, False), (False, True)])
+def test_a_row_the_child_printed_is_kept_when_its_teardown_fails(monkeypatch, timed_out, over_memory):
+    """TensorFlow can hang or grow while it shuts down, after the row was measured and printed."""
+    import json
+
+    from l40sbench.synthetic import sweep
+    from l40sbench.synthetic.config import SweepConfig
+    from l40sbench.synthetic.worker import ROW_MARKER
+
+    measured = _row(rate=42.0)
+    outcome = child.Outcome(-9, ROW_MARKER + json.dumps(measured.to_dict()) + "\n", "", 5.0, timed_out, over_memory,
+                            900.0, "watchdog")
+    monkeypatch.setattr(sweep.child, "run", lambda *args, **kwargs: outcome)
+    config = SweepConfig(models=("lenet",), batch_sizes=(8,), timeout_s=1.0)
+    row = sweep.run_job(config.job("lenet", 8, 1), config, gpu=False)
+    assert row.status == "ok" and row.images_per_second == 42.0
+    assert row.extra["after_its_row"] == ("passed --timeout" if timed_out else "passed the memory cap")
+
+
+def test_gpu_workspace_allocation_failures_are_out_of_memory():
+    import tensorflow as tf
+
+    from l40sbench.synthetic.worker import _is_oom
+
+    assert _is_oom(tf.errors.InternalError(None, None, "Blas xGEMM launch failed: CUBLAS_STATUS_ALLOC_FAILED"))
+    assert _is_oom(tf.errors.InternalError(None, None, "cuDNN: failed to allocate workspace of 2147483648 bytes"))
+    assert _is_oom(tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"))
+    assert not _is_oom(tf.errors.InternalError(None, None, "an unrelated internal error"))
 
 
 def test_a_child_past_its_time_limit_is_ended():

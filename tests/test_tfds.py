@@ -140,6 +140,7 @@ def test_a_missing_set_is_one_line_and_exit_2_quickly(tmp_path):
     (["detect", "--data", "tfds:a:b:c"], "expected tfds:NAME or tfds:NAME:VERSION"),
     (["classify", "--data", "tfds:x", "--tfds-splits", "train"], "--tfds-splits takes TRAIN,TEST"),
     (["classify", "--tfds-splits", "train,test"], "go with --data tfds:NAME"),
+    (["classify", "--data", "tfds:x", "--tfds-splits", "train,train"], "gives 'train' for both training and test"),
     (["datasets", "stats", "--tfds-data-dir", "/tmp"], "go with --data tfds:NAME"),
 ])
 def test_bad_tfds_flags_are_one_line_and_exit_2(args, fragment):
@@ -150,3 +151,5 @@ def test_splits_a_set_lacks_are_refused_with_the_slicing_hint(data_dir):
     result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir,
                      "--tfds-splits", "train,validation")
     assert_one_line_exit_2(result, "'validation' is not a split of")
+    empty = run_cli("classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train[:0%],test")
+    assert_one_line_exit_2(empty, "'train[:0%]' selects no example of")

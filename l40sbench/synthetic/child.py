@@ -3,7 +3,7 @@
 The cap is what makes out-of-memory reproducible on a machine without a GPU.
 It is enforced twice where the kernel allows: a cgroup memory limit (v2
 memory.max or v1 memory.limit_in_bytes, in a cgroup made under this
-process's own), and always a watchdog thread that reads the child's resident
+process's own, with swap shut off beside it), and always a watchdog thread that reads the child's resident
 set from /proc every 20 ms and kills it when it passes the cap. An
 address-space limit (RLIMIT_AS) would not do: TensorFlow reserves several GB of
 address space it never touches.
@@ -74,8 +74,7 @@ class _Cgroup:
                 continue
             try:
                 (path / limit_file).write_text(str(limit_bytes))
-                if version == 1:
-                    (path / "memory.swappiness").write_text("0")
+                _no_swap(path, version, limit_bytes)
                 return cls(path, version)
             except OSError:
                 path.rmdir()
@@ -103,6 +102,21 @@ class _Cgroup:
                 return
             except OSError:
                 time.sleep(0.02)
+
+
+def _no_swap(path: Path, version: int, limit_bytes: int) -> None:
+    """No swap for the child: at its cap it is killed as out of memory, not swapped into a slow "ok" row.
+
+    v2: memory.swap.max 0. v1: memory and swap together (memsw) capped at the memory cap, and
+    swappiness 0. A kernel without swap accounting has neither file, and then no swap to limit.
+    """
+    if version == 2:
+        if (path / "memory.swap.max").exists():
+            (path / "memory.swap.max").write_text("0")
+        return
+    (path / "memory.swappiness").write_text("0")
+    if (path / "memory.memsw.limit_in_bytes").exists():
+        (path / "memory.memsw.limit_in_bytes").write_text(str(limit_bytes))
 
 
 def _remove_plain_dir(path: Path) -> None:

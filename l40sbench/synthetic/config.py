@@ -12,6 +12,9 @@ from l40sbench.synthetic.job import Job, StepSettings
 # The study's per-GPU batch sizes (its "Taille de lot" rows) and GPU counts.
 STUDY_BATCH_SIZES = (32, 64, 128, 256, 512)
 DEFAULT_DEVICES = (1,)
+MAX_DEVICES = 4096  # more than any machine or cluster this runs on; far larger values overflow TensorFlow's ints
+MAX_BATCH = 1 << 20
+MAX_PORT = 65535
 
 
 @dataclass(frozen=True)
@@ -39,17 +42,23 @@ class SweepConfig:
             MODELS.get(name)  # UserError naming the choices
         if not self.models or not self.batch_sizes or not self.devices:
             raise ValueError("models, batch sizes and devices each need at least one value")
-        for field_name in ("batch_sizes", "devices"):
-            for value in getattr(self, field_name):
-                if value < 1:
-                    raise ValueError(f"{field_name} must all be >= 1. Received: {field_name}={value}")
+        for field_name, most in (("batch_sizes", MAX_BATCH), ("devices", MAX_DEVICES)):
+            values = getattr(self, field_name)
+            for value in values:
+                if not 1 <= value <= most:
+                    raise ValueError(f"{field_name} must all be between 1 and {most}. Received: {field_name}={value}")
+        for field_name in ("models", "batch_sizes", "devices", "worker_hosts"):
+            values = getattr(self, field_name)
+            if len(set(values)) != len(values):  # sweep.json edited by hand; the CLI refuses repeats itself
+                raise ValueError(f"{field_name} must not repeat a value. Received: {field_name}={list(values)}")
         require_at_least(self, ("task_index",), 0)
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0. Received: timeout_s={self.timeout_s}")
+        if self.timeout_s is not None and not 0 < self.timeout_s < float("inf"):
+            raise ValueError(f"timeout_s must be > 0 and finite. Received: timeout_s={self.timeout_s}")
         for host in self.worker_hosts:
             name, _, port = host.rpartition(":")
-            if not name or not port.isdigit():
-                raise ValueError(f"worker hosts must be host:port. Received: {host!r}")
+            if not name or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+                raise ValueError(f"worker hosts must be host:port with a port from 1 to {MAX_PORT}. "
+                                 f"Received: {host!r}")
         if self.worker_hosts and self.task_index >= len(self.worker_hosts):
             raise ValueError(f"task_index must be < the {len(self.worker_hosts)} worker hosts. "
                              f"Received: task_index={self.task_index}")

@@ -37,13 +37,13 @@ class StepSettings:
         from l40sbench.core.validate import require_at_least, require_one_of
         from l40sbench.settings import PRECISIONS
 
-        require_at_least(self, ("steps",), 1)
-        require_at_least(self, ("warmup_steps",), 0)
+        # At least one warm-up step: the first step traces and compiles, and must not be timed.
+        require_at_least(self, ("steps", "warmup_steps"), 1)
         require_one_of(self, "mode", MODES)
         require_one_of(self, "precision", PRECISIONS)
         require_one_of(self, "optimizer", OPTIMIZERS)
-        if self.memory_limit_gb is not None and not self.memory_limit_gb > 0:
-            raise ValueError(f"memory_limit_gb must be > 0. Received: memory_limit_gb={self.memory_limit_gb}")
+        if self.memory_limit_gb is not None and not 0 < self.memory_limit_gb < float("inf"):
+            raise ValueError(f"memory_limit_gb must be > 0 and finite. Received: memory_limit_gb={self.memory_limit_gb}")
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,9 @@ class Row:
     devices (weak scaling: each device keeps its batch as devices are added);
     `scaling_efficiency` = images/s at N devices / (N x images/s at 1), filled
     in by the sweep when the 1-device row of the same model and batch exists.
-    `utilisation` is achieved FLOP/s over the peak the sweep's matmul rate gives
-    (the rate times the devices on a GPU; the CPU's logical devices share one CPU).
+    `utilisation` is achieved FLOP/s over the measured peak of the row's precision
+    (l40sbench.peak; per device times the devices on a GPU, while the CPU's
+    logical devices share one CPU); `utilisation_peak` names that peak.
     Figures are None unless status is "ok"; `error` is the first line of what
     stopped the configuration otherwise.
     """
@@ -103,6 +104,7 @@ class Row:
     gflops_per_image: float | None = None
     achieved_tflops: float | None = None
     utilisation: float | None = None
+    utilisation_peak: str | None = None
     peak_memory_mb: float | None = None
     scaling_efficiency: float | None = None
     seconds: float | None = None

@@ -5,7 +5,7 @@ its own child only; its row says so and the sweep goes on. rows.jsonl gets
 each row the moment it exists (one line, flushed and synced), so a sweep that
 is interrupted or killed loses nothing finished, and --resume runs only the
 configurations rows.jsonl lacks. sweep.json keeps the settings and the
-calibration taken at the start, so a resumed sweep is the same sweep.
+peaks measured at the start, so a resumed sweep is the same sweep.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Callable
 from l40sbench.core.env import gpu_models
 from l40sbench.core.records import SCHEMA, to_json, write_atomic
 from l40sbench.errors import UserError
+from l40sbench.peak import peak_for, utilisation
 from l40sbench.synthetic import child
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
@@ -33,6 +34,15 @@ MAX_BATCH_LIMIT = 1 << 16  # --find-max-batch stops doubling here
 PROBE_WARMUP, PROBE_STEPS = 1, 2  # a --find-max-batch probe only needs to survive its steps
 
 Log = Callable[[str], None]
+FIND_MAX_BATCH_NEEDS_A_CAP = ("--find-max-batch needs --memory-limit on a machine without a GPU "
+                              "(else it doubles the batch until the whole machine runs out of memory)")
+
+
+def nvidia_gpu_present() -> bool:
+    """Whether the NVIDIA driver lists a GPU that CUDA_VISIBLE_DEVICES leaves visible (no TensorFlow needed)."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1")
+    return not hidden and gpus.is_dir() and any(gpus.iterdir())
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,23 @@ def load_rows(output_dir: Path) -> list[Row]:
             except (ValueError, TypeError):
                 continue
     return rows
+
+
+def cut_torn_line(output_dir: Path, log: Log) -> None:
+    """Cuts a last line a kill left without its newline, so the next row starts a line of its own."""
+    path = output_dir / ROWS_FILE
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    with open(path, "r+b") as handle:
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    log(f"{path}: cut a torn last line ({len(data) - keep} bytes, a row cut short by a kill); "
+        "that configuration runs again")
 
 
 def append_row(output_dir: Path, row: Row) -> None:
@@ -104,6 +131,11 @@ def run_job(job: Job, config: SweepConfig, gpu: bool) -> Row:
     kind = "GPU" if gpu else "CPU"
     workers = max(len(config.worker_hosts), 1)
     extra = {"memory_cap": outcome.enforcement, "child_peak_rss_mb": round(outcome.peak_rss_mb, 1)}
+    values = _child_result(outcome)
+    if values and (outcome.over_memory or outcome.timed_out):
+        # The row was measured and printed; the child only failed to exit in time (teardown).
+        extra["after_its_row"] = "passed the memory cap" if outcome.over_memory else "passed --timeout"
+        return dataclasses.replace(Row.from_dict(values), extra={**values.get("extra", {}), **extra})
     if outcome.over_memory:
         row = failed_row(job, "oom", f"resident memory passed the {job.settings.memory_limit_gb:g} GB cap "
                                      f"(--memory-limit, enforced by {outcome.enforcement})",
@@ -112,18 +144,24 @@ def run_job(job: Job, config: SweepConfig, gpu: bool) -> Row:
         row = failed_row(job, "timeout", f"no result within {config.timeout_s:g} s (--timeout)",
                          device_kind=kind, workers=workers, seconds=outcome.seconds)
     else:
-        values = _child_result(outcome)
         row = Row.from_dict(values) if values else failed_row(
             job, "error", _crash_line(outcome), device_kind=kind, workers=workers, seconds=outcome.seconds)
     return dataclasses.replace(row, extra={**row.extra, **extra})
 
 
-def with_utilisation(row: Row, calibration: dict | None) -> Row:
-    """Achieved FLOP/s over the matmul peak: per device on a GPU, the whole CPU for logical CPU devices."""
-    if row.status != "ok" or not calibration or row.achieved_tflops is None:
+def with_utilisation(row: Row, state: dict) -> Row:
+    """Achieved FLOP/s over the peak of the row's precision: per device on a GPU, the whole CPU for
+    logical CPU devices. A sweep begun before peaks were measured divides by its calibration matmul."""
+    if row.status != "ok" or row.achieved_tflops is None:
         return row
-    peak_gflops = calibration["matmul_gflops"] * (row.devices if row.device_kind == "GPU" else 1)
-    return dataclasses.replace(row, utilisation=row.achieved_tflops * 1e3 / peak_gflops)
+    name, per_device = peak_for(state.get("peak"), row.precision)
+    if per_device is None and (state.get("calibration") or {}).get("matmul_gflops"):
+        name, per_device = "float32 (calibration matmul of an older sweep)", state["calibration"]["matmul_gflops"]
+    if per_device is None:
+        return row
+    peak_gflops = per_device * (row.devices if row.device_kind == "GPU" else 1)
+    return dataclasses.replace(row, utilisation=utilisation(row.achieved_tflops * 1e3, peak_gflops),
+                               utilisation_peak=name)
 
 
 def with_scaling(rows: list[Row]) -> list[Row]:
@@ -152,8 +190,8 @@ def describe(row: Row) -> str:
 
 
 def calibrate(config: SweepConfig, log: Log) -> dict:
-    """The device's matmul rate and the environment, measured in a child at the start of the sweep."""
-    log("calibrating: float32 matmul and 3x3 convolution rates on this device ...")
+    """The device's peaks and the environment, measured in a child at the start of the sweep."""
+    log("measuring this device's peak: matmul per precision and a 3x3 convolution ...")
     outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", "--calibrate"],
                         timeout_s=600, memory_limit_mb=None)
     result = _child_result(outcome)
@@ -162,24 +200,41 @@ def calibrate(config: SweepConfig, log: Log) -> dict:
     return result
 
 
+def _child_fingerprint() -> dict:
+    """This machine's environment block as a sweep's child sees it (TensorFlow's devices included)."""
+    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", "--fingerprint"],
+                        timeout_s=600, memory_limit_mb=None)
+    result = _child_result(outcome)
+    if result is None:
+        raise RuntimeError(f"reading the environment failed: {_crash_line(outcome)}")
+    return result["env"]
+
+
 def _gpus(state: dict) -> int:
     """GPUs the calibration child saw; 0 means the sweep runs on the CPU."""
     return len(gpu_models(state["env"]))
 
 
 def check_against_machine(config: SweepConfig, state: dict) -> None:
-    """What only the calibrated machine can tell: enough GPUs, and a cap for --find-max-batch on the CPU."""
+    """What only the measured machine can tell: enough GPUs, devices a CPU can split, and a cap for
+    --find-max-batch on the CPU."""
     available = _gpus(state)
     gpu = available > 0
     if gpu and max(config.devices) > available:
         raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
+    if not gpu and config.worker_hosts and max(config.devices) > 1:
+        raise UserError("--worker-hosts with --devices above 1 needs GPUs: a worker without one runs its "
+                        "collectives on one CPU device, so it cannot split the CPU into several")
+    cores = state["env"].get("cpu_count") or 1
+    if not gpu and max(config.devices) > cores:
+        raise UserError(f"--devices {max(config.devices)} is more logical devices than this CPU has cores "
+                        f"({cores}); each device needs at least one core")
     if config.find_max_batch and not gpu and not config.settings.memory_limit_gb:
-        raise UserError("--find-max-batch needs --memory-limit on a machine without a GPU "
-                        "(else it doubles the batch until the whole machine runs out of memory)")
+        raise UserError(FIND_MAX_BATCH_NEEDS_A_CAP)
 
 
 def read_state(output_dir: Path) -> dict:
-    """sweep.json of an earlier sweep: its settings, environment and calibration."""
+    """sweep.json of an earlier sweep: its settings, environment and peaks."""
     try:
         state = json.loads((output_dir / SWEEP_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -189,13 +244,31 @@ def read_state(output_dir: Path) -> dict:
     return state
 
 
+def machine_kind(env: dict) -> tuple:
+    """What makes two machines the same kind for one sweep: CPU model and cores, GPU models."""
+    return env.get("cpu"), env.get("cpu_count"), tuple(gpu_models(env))
+
+
+def _describe_kind(kind: tuple) -> str:
+    cpu, cores, gpus = kind
+    return f"{cpu} ({cores} cores)" + (f", {len(gpus)}x {gpus[0]}" if gpus else ", no GPU")
+
+
 def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
-    """sweep.json's state: written anew at the start, read back on --resume."""
+    """sweep.json's state: written anew at the start, read back on --resume (on the same kind of machine)."""
     if resume:
-        return read_state(config.output_dir)
+        state = read_state(config.output_dir)
+        here = machine_kind(_child_fingerprint())
+        first = machine_kind(state["env"])
+        if here != first:
+            raise UserError(f"cannot resume {config.output_dir} here: its rows were measured on "
+                            f"{_describe_kind(first)}, this machine is {_describe_kind(here)}")
+        return state
     if (config.output_dir / ROWS_FILE).exists():  # never mix two sweeps' rows, never drop measured ones
         raise UserError(f"{config.output_dir} already holds a sweep ({ROWS_FILE}); finish it with "
                         f"--resume {config.output_dir}, or choose another --output-dir")
+    if config.find_max_batch and not config.settings.memory_limit_gb and not nvidia_gpu_present():
+        raise UserError(FIND_MAX_BATCH_NEEDS_A_CAP)  # known without measuring: say it before the peak
     state = {"config": config.to_dict(), **calibrate(config, log)}
     check_against_machine(config, state)
     if config.is_chief:
@@ -208,6 +281,8 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
     """Runs every configuration rows.jsonl lacks; on_result gets the record whenever it is written."""
     state = prepare(config, log, resume)
     gpu = _gpus(state) > 0
+    if resume:
+        cut_torn_line(config.output_dir, log)
     rows = load_rows(config.output_dir) if resume else []
     done = {row.key for row in rows}
     # --find-max-batch searches instead of timing the plan.
@@ -220,7 +295,7 @@ def run_sweep(config: SweepConfig, *, log: Log, resume: bool = False,
     try:
         for index, job in enumerate(jobs, start=1):
             job = dataclasses.replace(job, gflops_per_image=gflops.get(job.model))
-            row = with_utilisation(run_job(job, config, gpu), state.get("calibration"))
+            row = with_utilisation(run_job(job, config, gpu), state)
             if row.gflops_per_image:
                 gflops[row.model] = row.gflops_per_image
             rows.append(row)

@@ -41,8 +41,20 @@ def _index(rows: Sequence[dict]) -> dict:
     return {(r["model"], r["per_device_batch"], r["devices"]): r for r in rows}
 
 
-def device_batch(model: str, batches: Sequence[int]) -> int:
-    """The batch a model's column of the device-count table uses: the study's, else the largest swept."""
+def device_batch(model_rows: Sequence[dict]) -> int:
+    """The batch of one model's column in every device-count table (this one and the report's).
+
+    The study's per-device batch if it ran (ok) at every device count, else the
+    largest batch that did, else the study's if it was swept, else the largest swept.
+    """
+    counts = {r["devices"] for r in model_rows}
+    batches = sorted({r["per_device_batch"] for r in model_rows})
+    everywhere = [b for b in batches
+                  if {r["devices"] for r in model_rows if r["per_device_batch"] == b and r["status"] == "ok"} == counts]
+    return _preferred(model_rows[0]["model"], everywhere or batches)
+
+
+def _preferred(model: str, batches: Sequence[int]) -> int:
     study = MODELS.get(model).study_batch
     return study if study in batches else max(batches)
 
@@ -52,7 +64,7 @@ def device_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     models = ordered([r["model"] for r in rows])
     devices = sorted({r["devices"] for r in rows})
     index = _index(rows)
-    batches = {m: device_batch(m, sorted({r["per_device_batch"] for r in rows if r["model"] == m})) for m in models}
+    batches = {m: device_batch([r for r in rows if r["model"] == m]) for m in models}
     headers = ["devices"] + [f"{MODELS.get(m).label} (batch {batches[m]})" for m in models]
     body = [[str(d)] + [cell(index.get((m, batches[m], d))) for m in models] for d in devices]
     return headers, body
@@ -78,7 +90,7 @@ def _number(value, digits: int) -> str:
 
 
 ROW_COLUMNS = ("model", "devices", "device kind", "batch/device", "total batch", "images/s", "+/- (s.e.)",
-               "step jitter %", "scaling eff.", "GFLOP/image", "TFLOP/s", "utilisation %", "peak memory MB",
+               "step jitter %", "scaling eff.", "GFLOP/image", "TFLOP/s", "utilisation %", "of peak", "peak memory MB",
                "status")
 
 
@@ -91,18 +103,22 @@ def rows_table(rows: Sequence[dict]) -> tuple[tuple[str, ...], list[list[str]]]:
                      str(r["total_batch"]), _number(r.get("images_per_second"), 2),
                      _number(r.get("images_per_second_stderr"), 2), _number(r.get("step_jitter_percent"), 1),
                      _number(r.get("scaling_efficiency"), 3), _number(r.get("gflops_per_image"), 3),
-                     _number(r.get("achieved_tflops"), 4), _number(utilisation, 1),
+                     _number(r.get("achieved_tflops"), 4), _number(utilisation, 1), r.get("utilisation_peak") or "-",
                      _number(r.get("peak_memory_mb"), 0), r["status"] if r["status"] == "ok" else
                      f"{r['status']}: {r.get('error') or ''}"])
     return ROW_COLUMNS, body
 
 
-def options_table(config: dict) -> tuple[list[str], list[list[str]]]:
-    """The study's 'Options' table: batch size per device and optimisation, per model."""
+def options_table(config: dict, rows: Sequence[dict] = ()) -> tuple[list[str], list[list[str]]]:
+    """The study's 'Options' table: batch size per device (the device-count table's) and optimisation, per model."""
     models = ordered(config["models"])
-    batches = sorted(config["batch_sizes"])
+
+    def batch(model: str) -> int:
+        mine = [r for r in rows if r["model"] == model]
+        return device_batch(mine) if mine else _preferred(model, config["batch_sizes"])
+
     return (["Options"] + [MODELS.get(m).label for m in models],
-            [["Batch size per device"] + [str(device_batch(m, batches)) for m in models],
+            [["Batch size per device"] + [str(batch(m)) for m in models],
              ["Optimizer"] + [config["settings"]["optimizer"]] * len(models),
              ["Mode / precision"] + [f"{config['settings']['mode']} / {config['settings']['precision']}"] * len(models)])
 
@@ -117,7 +133,7 @@ def markdown(result: dict, environment: str) -> str:
     """tables.md: the environment block, the options, the study's two shapes, then every row."""
     rows = list(result["rows"])
     parts = [f"# Synthetic {result['config']['settings']['mode']} throughput (images/s)", "", "```", environment, "```", "",
-             markdown_table(*options_table(result["config"])), ""]
+             markdown_table(*options_table(result["config"], rows)), ""]
     if rows:
         parts += ["## Images/s by device count", "", markdown_table(*device_table(rows)), ""]
         for devices, headers, body in batch_tables(rows):

@@ -1,6 +1,7 @@
 """The child process of a sweep: measures one configuration and prints its row.
 
-Run as `python -m l40sbench.synthetic.worker JOB_JSON` (or `--calibrate`). The
+Run as `python -m l40sbench.synthetic.worker JOB_JSON` (or `--calibrate`, or
+`--fingerprint` for the environment alone). The
 last stdout line starting with ROW_MARKER carries the JSON result. A crash or
 an out-of-memory here ends this process only; the parent records it.
 
@@ -22,7 +23,6 @@ from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
 
 ROW_MARKER = "L40SBENCH-ROW "
 CLASSES = 1000
-CALIBRATION_REPEATS = 30  # the median of 30 matmuls: one slow moment of a shared host does not set the peak
 LEARNING_RATE = 0.005  # tf_cnn_benchmarks' default for these models; speed does not depend on it
 
 
@@ -151,7 +151,7 @@ def measure(job: Job) -> Row:
     from l40sbench.core.stats import step_throughput
     from l40sbench.settings import keras_policy
     from l40sbench.core.timing import time_calls
-    from l40sbench.synthetic.flops import forward_gflops
+    from l40sbench.flops import forward_gflops
     from l40sbench.synthetic.models import MODELS
     from l40sbench.tf_device import device_sync
 
@@ -185,10 +185,17 @@ def measure(job: Job) -> Row:
     )
 
 
+# A GPU out of memory for a library's workspace surfaces as InternalError, not ResourceExhaustedError.
+GPU_ALLOCATION_FAILURES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "out of memory",
+                           "Failed to allocate", "failed to allocate", "workspace")
+
+
 def _is_oom(exc: BaseException) -> bool:
     import tensorflow as tf
 
-    return isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError)) or "OOM" in str(exc).split("\n")[0]
+    if isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError)) or "OOM" in str(exc).split("\n")[0]:
+        return True
+    return isinstance(exc, tf.errors.InternalError) and any(mark in str(exc) for mark in GPU_ALLOCATION_FAILURES)
 
 
 def first_line(text: str) -> str:
@@ -213,19 +220,25 @@ def _has_gpu() -> bool:
 
 
 def calibrate_main() -> dict:
-    """The device's float32 matmul rate (and the conv rate) plus the environment, for the sweep's header."""
-    from l40sbench.calibration import measure as calibrate
+    """The device's peak per precision (and the conv rate) plus the environment, for the sweep's header."""
     from l40sbench.core.env import fingerprint
+    from l40sbench.peak import measure_env
     from l40sbench.tf_device import device_sync
 
-    calibration = calibrate(repeats=CALIBRATION_REPEATS, sync=device_sync()).to_dict()
-    return {"calibration": calibration, "env": {**fingerprint(), "calibration": calibration}}
+    device_peak = measure_env(sync=device_sync())
+    return {"peak": device_peak, "env": {**fingerprint(), "peak": device_peak}}
 
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if argv[:1] == ["--calibrate"]:
         result = calibrate_main()
+    elif argv[:1] == ["--fingerprint"]:
+        import tensorflow  # noqa: F401  (the fingerprint lists TensorFlow's devices once it is imported)
+
+        from l40sbench.core.env import fingerprint
+
+        result = {"env": fingerprint()}
     else:
         result = job_main(Job.from_dict(json.loads(argv[0]))).to_dict()
     sys.stdout.write(ROW_MARKER + json.dumps(result) + "\n")

@@ -7,10 +7,12 @@ so drift on this shared host falls on both. The figure that results goes into
 `benchmark.extra_info["gates"]`, where benchmarks/gate.py reads it from the
 JSON that `--benchmark-json` writes.
 
-Two kinds of figure:
-- a ratio with a fixed bound ("max"), true on any machine (probe / bare loop);
+Three kinds of figure:
+- a ratio with fixed bounds ("max", "min"), true on any machine (probe / bare loop);
 - a normalised time (the product's time over a reference timed in the same
-  rounds) that benchmarks/gate.py compares with benchmarks/baseline.json.
+  rounds) that benchmarks/gate.py compares with benchmarks/baseline.json;
+- an exact structural figure (parameters, forward FLOPs of every registered
+  model: test_structure_bench.py) that must equal its baseline.
 
 L40SBENCH_BENCH_SLOWDOWN=F (default 1) makes every product-side call F times
 slower, by sleeping (F - 1) times its own duration after it: how the gate was
@@ -75,25 +77,30 @@ def run_pedantic(benchmark, target: Callable, references: References, rounds: in
     if benchmark.disabled:
         return None
     if "conv" in references.calls:  # the machine's rate beside the figure, as everywhere in the suite
-        from l40sbench.calibration import CONV_FLOP
+        from l40sbench.peak import CONV_FLOP
 
         benchmark.extra_info["calibration_conv_gflops"] = CONV_FLOP / references.median("conv") / 1e9
     return benchmark.stats.stats.median
 
 
 def record_gate(benchmark, name: str, value: float, *, what: str, maximum: float | None = None,
-                baseline: bool = False) -> None:
-    """Adds one gated figure to the benchmark's extra_info."""
+                minimum: float | None = None, baseline: bool = False, exact: bool = False) -> None:
+    """Adds one gated figure to the benchmark's extra_info.
+
+    maximum / minimum: fixed bounds of a same-run ratio; baseline: compared with its figure in
+    benchmarks/baseline.json within the gate's threshold both ways; exact: a structural figure
+    that must equal its baseline.
+    """
     benchmark.extra_info.setdefault("gates", {})[name] = {
-        "value": value, "what": what, "max": maximum, "baseline": baseline,
+        "value": value, "what": what, "max": maximum, "min": minimum, "baseline": baseline, "exact": exact,
     }
 
 
 @pytest.fixture(scope="session")
 def conv_kernel():
-    """The calibration convolution (l40sbench.calibration), compiled once."""
-    from l40sbench import calibration
+    """The peak measurement's 3x3 convolution (l40sbench.peak), compiled once, its output read on the host."""
+    from l40sbench import peak
 
-    _, conv = calibration.kernels()
+    conv = peak.conv_kernel()
     conv()
-    return conv
+    return lambda: conv().numpy()

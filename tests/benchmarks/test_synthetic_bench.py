@@ -51,6 +51,6 @@ def test_synthetic_training_step_against_plain_keras(benchmark, sweep_step, plai
     seconds = run_pedantic(benchmark, lambda: sweep_step().numpy(), references, rounds=10)
     if seconds is not None:
         record_gate(benchmark, "synthetic_step_over_plain_keras", seconds / references.median("plain"),
-                    maximum=RATIO_BOUND,
+                    maximum=RATIO_BOUND, baseline=True,
                     what=f"the sweep's training step ({MODEL}, batch {BATCH}, MirroredStrategy over 1 device) "
                          "/ the plain Keras train_on_batch")
