@@ -2,14 +2,21 @@
 
 pytest-benchmark times and writes the JSON (`--benchmark-json`); this adds
 what it lacks: figures that hold across machines of one kind. Each gated
-benchmark records, in `extra_info["gates"]`, figures of two kinds
+benchmark records, in `extra_info["gates"]`, figures of three kinds
 (tests/benchmarks/conftest.py):
 
-- a same-run ratio with a fixed bound (`max`): fails above it;
+- a same-run ratio with fixed bounds (`max`, `min`): fails outside them;
 - a normalised time (`baseline: true`): the product's time over a reference
   timed in the same rounds; fails when it is more than THRESHOLD times the
-  figure in benchmarks/baseline.json. docs/PERFORMANCE.md section 9 has the
-  measured run-to-run spread behind the threshold.
+  figure in benchmarks/baseline.json, or less than 1 / THRESHOLD times it (a
+  product that got much faster than its reference skips work, or the
+  reference slowed). docs/PERFORMANCE.md section 9 has the measured
+  run-to-run spread behind the threshold;
+- an exact structural figure (`exact: true`): a model's parameter count or
+  forward FLOPs; fails unless it equals its baseline.
+
+A figure the baseline holds that the results lack fails too: a benchmark that
+was removed, renamed or deselected with -k does not pass by its absence.
 
 Usage:
   python benchmarks/gate.py RESULTS.json                 # verdicts; exit 1 on a regression
@@ -54,37 +61,69 @@ def calibration_rates(results: dict) -> list[float]:
             if "calibration_conv_gflops" in b.get("extra_info", {})]
 
 
-def verdicts(results: dict, baseline: dict) -> list[Verdict]:
-    """One verdict per bound and per baseline comparison, in figure-name order."""
-    threshold = baseline.get("threshold", THRESHOLD)
-    known = baseline.get("figures", {})
-    out = []
-    for name, entry in sorted(gated_figures(results).items()):
-        value = entry["value"]
-        if entry.get("max") is not None:
-            ok = value <= entry["max"]
+def _same(value: float, expected: float) -> bool:
+    """Exact for counts; floats (profiler GFLOP) to the last few bits of a double."""
+    return value == expected or abs(value - expected) <= 1e-12 * max(abs(expected), 1.0)
+
+
+def _bounded(name: str, entry: dict) -> list[Verdict]:
+    value, out = entry["value"], []
+    for key, ok_when, word in (("max", lambda v, b: v <= b, "<="), ("min", lambda v, b: v >= b, ">=")):
+        if entry.get(key) is not None:
+            ok = ok_when(value, entry[key])
             out.append(Verdict(name, ok, f"{'ok  ' if ok else 'FAIL'}  {name} = {value:.4g} "
-                                         f"(bound <= {entry['max']:.4g}: {entry['what']})"))
+                                         f"(bound {word} {entry[key]:.4g}: {entry['what']})"))
+    return out
+
+
+def verdicts(results: dict, baseline: dict) -> list[Verdict]:
+    """One verdict per bound, per baseline comparison and per exact figure, in figure-name order;
+    then one failure per baseline figure the results lack."""
+    threshold = baseline.get("threshold", THRESHOLD)
+    known, exact = baseline.get("figures", {}), baseline.get("exact", {})
+    figures = gated_figures(results)
+    out = []
+    for name, entry in sorted(figures.items()):
+        value = entry["value"]
+        if entry.get("exact"):
+            if name not in exact:
+                out.append(Verdict(name, False, f"FAIL  {name} = {value:.10g}: no baseline for it in {BASELINE.name}"))
+            else:
+                ok = _same(value, exact[name])
+                out.append(Verdict(name, ok, f"{'ok  ' if ok else 'FAIL'}  {name} = {value:.10g}"
+                                             + ("" if ok else f", the baseline holds {exact[name]:.10g}: "
+                                                f"{entry['what']} changed (if deliberate, update the baseline)")))
+            continue
+        out += _bounded(name, entry)
         if entry.get("baseline"):
             if name not in known:
                 out.append(Verdict(name, False, f"FAIL  {name} = {value:.4g}: no baseline for it in "
                                                  f"{BASELINE.name} (update it: see docs/PERFORMANCE.md)"))
                 continue
             times = value / known[name]
-            ok = times <= threshold
+            ok = 1 / threshold <= times <= threshold
             out.append(Verdict(name, ok, f"{'ok  ' if ok else 'FAIL'}  {name} = {value:.4g}, {times:.2f}x the "
-                                         f"baseline {known[name]:.4g} (fails above {threshold:.2f}x: "
-                                         f"{entry['what']})"))
+                                         f"baseline {known[name]:.4g} (fails outside {1 / threshold:.2f}x.."
+                                         f"{threshold:.2f}x: {entry['what']})"))
+    for name in sorted((known.keys() | exact.keys()) - figures.keys()):
+        out.append(Verdict(name, False, f"FAIL  {name}: in {BASELINE.name} but missing from the results "
+                                         "(a benchmark removed, renamed, failed or deselected)"))
     return out
 
 
 def new_baseline(runs: list[dict], threshold: float = THRESHOLD) -> dict:
     """Per baseline figure, the median over the runs; the machine and pytest-benchmark's own machine_info."""
     values: dict[str, list[float]] = {}
+    exact: dict[str, set] = {}
     for results in runs:
         for name, entry in gated_figures(results).items():
             if entry.get("baseline"):
                 values.setdefault(name, []).append(entry["value"])
+            if entry.get("exact"):
+                exact.setdefault(name, set()).add(entry["value"])
+    differing = sorted(name for name, found in exact.items() if len(found) > 1)
+    if differing:
+        raise ValueError(f"exact figures differ between the runs: {', '.join(differing)}")
     machine = runs[-1].get("machine_info", {})
     cpu = machine.get("cpu", {})
     conv_rates = [rate for results in runs for rate in calibration_rates(results)]
@@ -92,6 +131,7 @@ def new_baseline(runs: list[dict], threshold: float = THRESHOLD) -> dict:
         "schema": SCHEMA,
         "threshold": threshold,
         "figures": {name: statistics.median(v) for name, v in sorted(values.items())},
+        "exact": {name: found.pop() for name, found in sorted(exact.items())},
         "spread": {name: [min(v), max(v)] for name, v in sorted(values.items())},
         "runs": len(runs),
         "machine": {
@@ -117,10 +157,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gate: error: cannot read results: {exc}", file=sys.stderr)
         return 2
     if args.update:
-        baseline = new_baseline(runs)
+        try:
+            baseline = new_baseline(runs)
+        except ValueError as exc:
+            print(f"gate: error: {exc}", file=sys.stderr)
+            return 2
         args.baseline.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n")
         print(f"gate: wrote {args.baseline} from {len(runs)} run(s): "
-              + ", ".join(f"{k} {v:.4g}" for k, v in baseline["figures"].items()))
+              + ", ".join(f"{k} {v:.4g}" for k, v in baseline["figures"].items())
+              + f"; {len(baseline['exact'])} exact structural figures")
         return 0
     if len(runs) != 1:
         print("gate: error: give one results file to judge (several only with --update)", file=sys.stderr)
