@@ -5,8 +5,8 @@ time in the suite is read beside it (machines of one kind differ by CPU
 generation, so a time alone does not compare). A peak has to saturate the
 device, so the measurement:
 
-- sweeps the matmul size (512 to 4096 on a CPU, 4096 to 16384 on a GPU) and
-  stops once a larger size gains less than GAIN_TO_GO_ON;
+- sweeps the matmul size (512 to 4096 on a CPU, 4096 to 16384 on a GPU), every
+  size, then measures the best size a second time;
 - runs K calls back to back between two syncs, with nothing copied to the
   host inside the clock (core.timing.time_batches);
 - keeps the best sample as the peak and the median beside it as the noise.
@@ -34,7 +34,6 @@ CPU_SIZES = (512, 1024, 2048, 4096)
 GPU_SIZES = (4096, 8192, 16384)
 SAMPLES = 3
 SAMPLE_SECONDS = {"CPU": 0.1, "GPU": 0.05}
-GAIN_TO_GO_ON = 1.03  # a larger matmul is tried only while the last one gained at least 3 %
 CONV_SHAPE = (8, 56, 56, 64)  # NHWC input; 3x3 kernel, 64 filters, stride 1, SAME: a ResNet stage-2 layer
 CONV_FILTERS = 64
 CONV_FLOP = 2 * CONV_SHAPE[0] * CONV_SHAPE[1] * CONV_SHAPE[2] * CONV_SHAPE[3] * CONV_FILTERS * 9
@@ -59,7 +58,7 @@ class KernelPeak:
       median_gflops: the median sample at that size: how noisy the machine was.
       matmul_n: the size that gave the best rate.
       calls_per_sample: back-to-back calls between the two syncs of a sample.
-      samples: samples per size.
+      samples: samples at the best size (two rounds).
       gflops_by_size: the best rate at each size tried.
     """
 
@@ -106,29 +105,34 @@ class Peak:
 def sweep_sizes(make_call: Callable[[int], Callable[[], object]], sizes, precision: str, *,
                 device_kind: str = "CPU", samples: int = SAMPLES, clock: Clock = time.perf_counter,
                 sync: Sync = no_sync) -> KernelPeak:
-    """The best matmul rate over growing sizes; make_call(n) returns one compiled [n, n] matmul.
+    """The best matmul rate over every size; make_call(n) returns one compiled [n, n] matmul.
 
     At each size: one untimed call (tracing), one timed call that sets how many
-    calls fill a sample, then `samples` batches of back-to-back calls. The sweep
-    stops at the first size that gains less than GAIN_TO_GO_ON over the last.
+    calls fill a sample, then `samples` batches of back-to-back calls. Every size
+    is measured (a slow moment of a shared host must not end the sweep early),
+    then the best size gets a second round of samples, so one slow moment there
+    does not set the peak either.
     """
     by_size: dict[str, float] = {}
-    best: tuple[float, float, int, int] | None = None  # (rate, median, n, calls)
+    best: tuple[float, list[float], int, int, Callable] | None = None  # (rate, samples, n, calls, call)
     for n in sizes:
         call = make_call(n)
         call()
         (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
         calls = max(1, round(SAMPLE_SECONDS[device_kind] / one)) if one > 0 else 1
-        rates = [matmul_flop(n) * calls / seconds / 1e9
-                 for seconds in time_batches(call, calls, samples, clock=clock, sync=sync)]
+        rates = _rates(call, n, calls, samples, clock, sync)
         by_size[str(n)] = max(rates)
-        previous = best[0] if best else None
         if best is None or max(rates) > best[0]:
-            best = (max(rates), statistics.median(rates), n, calls)
-        if previous is not None and max(rates) < previous * GAIN_TO_GO_ON:
-            break
-    rate, median, n, calls = best
-    return KernelPeak(precision, rate, median, n, calls, samples, by_size)
+            best = (max(rates), rates, n, calls, call)
+    _, rates, n, calls, call = best
+    rates = rates + _rates(call, n, calls, samples, clock, sync)
+    by_size[str(n)] = max(rates)
+    return KernelPeak(precision, max(rates), statistics.median(rates), n, calls, 2 * samples, by_size)
+
+
+def _rates(call, n: int, calls: int, samples: int, clock: Clock, sync: Sync) -> list[float]:
+    return [matmul_flop(n) * calls / seconds / 1e9
+            for seconds in time_batches(call, calls, samples, clock=clock, sync=sync)]
 
 
 def precisions(device_kind: str, cpu_flags: set[str]) -> tuple[str, ...]:
