@@ -37,15 +37,18 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
     cells = _row(text, "vgg19", "## Classification")
     train = record["train"]
     # each definition in its own column: the study's time per epoch beside this run's wall / epochs
-    assert cells[1:8] == ["32", "3", format_duration(train["wall_seconds"]), format_duration(train["wall_seconds"] / 3),
+    utilisation = record["utilisation"]
+    assert cells[1:9] == ["32", "3", format_duration(train["wall_seconds"]), format_duration(train["wall_seconds"] / 3),
                           format_duration(train["total_seconds"] / 3), format_duration(train["first_epoch_seconds"]),
-                          format_duration(train["steady_epoch_seconds"])]
-    assert cells[8:] == ["-", "10", "54.982s", "5.498s", "-", "-", "-"]
+                          format_duration(train["steady_epoch_seconds"]),
+                          f"{100 * utilisation['train']:.1f} % of float32"]
+    assert cells[9:] == ["-", "10", "54.982s", "5.498s", "-", "-", "-", "-"]
     inference = _row(text, "vgg19", "### Inference")
-    assert inference[1:3] == ["7", f"{record['inference']['mean_ms']:.3f}"] and inference[6:9] == ["139", "5.991", "166.915"]
-    assert _row(text, "xception", "## Classification")[9:11] == ["10", "1m21.964s"]  # the study's xception
+    assert inference[1:3] == ["7", f"{record['inference']['mean_ms']:.3f}"] and inference[7:10] == ["139", "5.991", "166.915"]
+    assert inference[6] == f"{100 * utilisation['inference']:.1f} % of float32"
+    assert _row(text, "xception", "## Classification")[10:12] == ["10", "1m21.964s"]  # the study's xception
     detect = _row(text, "ssd_resnet50_fpn", "## Object detection")
-    assert detect[2] == "2" and detect[9:11] == ["200", "25m59.613s"]
+    assert detect[2] == "2" and detect[10:12] == ["200", "25m59.613s"]
     assert "### Accuracy on the test split" in text and "mAP@[.5:.95]" in text
     for heading in ("## Inputs", "## Machines", "Peak (same run)", "## Synthetic throughput (images/s)",
                     "## Cost per N images"):

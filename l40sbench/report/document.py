@@ -25,6 +25,12 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _utilisation(record: dict, part: str) -> str:
+    """'54.5 % of float32' for a run that recorded its utilisation, '-' for one that did not."""
+    u = record.get("utilisation") or {}
+    return "-" if u.get(part) is None else f"{100 * u[part]:.1f} % of {u['peak']}"
+
+
 def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str, Callable[[dict], str]]]):
     """Rows: bases; for each machine, one column per (name, cell function), headed "name [A]".
 
@@ -54,6 +60,7 @@ TRAIN_COLUMNS = (
     (CLOCK_PER_EPOCH, lambda r: format_duration(clock_epoch_seconds(r["train"]))),
     ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
     ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
+    ("utilisation", lambda r: _utilisation(r, "train")),
 )
 INFERENCE_COLUMNS = (
     ("images", lambda r: str((r.get("inference") or {}).get("images_timed", "-"))),
@@ -61,6 +68,7 @@ INFERENCE_COLUMNS = (
     ("images/s", lambda r: _ms((r.get("inference") or {}).get("images_per_second"))),
     ("p50 ms", lambda r: _ms((r.get("inference") or {}).get("p50_ms"))),
     ("p99 ms", lambda r: _ms((r.get("inference") or {}).get("p99_ms"))),
+    ("utilisation", lambda r: _utilisation(r, "inference")),
 )
 ACCURACY_COLUMNS = {
     "classify": (("test accuracy", lambda r: _ms((r.get("accuracy") or {}).get("test_accuracy"))),),
