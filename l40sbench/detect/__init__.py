@@ -1,1 +1,1 @@
-"""Model Garden detection benchmark (work in progress: see issue 3)."""
+"""Model Garden detection benchmark: VOC or TFDS data, Model Garden detectors, timed training, serving latency, COCO mAP."""
