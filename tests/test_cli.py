@@ -86,6 +86,14 @@ def test_bad_flags(args, fragment):
     assert_one_line_exit_2(run_cli(*args), fragment)
 
 
+def test_find_max_batch_without_a_cap_is_refused_before_the_peak_is_measured(tmp_path):
+    """A check that needs no measurement comes before the seconds the peak takes (without a GPU here)."""
+    result = run_cli("synthetic", "--models", "lenet", "--find-max-batch", "--output-dir", tmp_path)
+    assert_one_line_exit_2(result, "--find-max-batch needs --memory-limit")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no peak measured, nothing else logged
+    assert not (tmp_path / "sweep.json").exists()
+
+
 def test_bad_data_layouts(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
