@@ -329,10 +329,12 @@ def measure(sync: Sync = no_sync) -> Peak:
 
 
 def measure_env(sync: Sync = no_sync) -> dict:
-    """env.peak of a result record (tf32_enabled says which peak float32 runs are divided by on a GPU)."""
+    """env.peak of a result record: the peaks, and what they ran with (tf32_enabled says which peak float32
+    runs are divided by on a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core)."""
     import tensorflow as tf
 
-    return {**measure(sync).to_dict(), "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
+    return {**measure(sync).to_dict(), "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
 
 
 def _read(path: str) -> str:
