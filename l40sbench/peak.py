@@ -117,22 +117,27 @@ def sweep_sizes(make_call: Callable[[int], Callable[[], object]], sizes, precisi
     best: tuple[float, list[float], int, int, Callable] | None = None  # (rate, samples, n, calls, call)
     for n in sizes:
         call = make_call(n)
-        call()
-        (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
-        calls = max(1, round(SAMPLE_SECONDS[device_kind] / one)) if one > 0 else 1
-        rates = _rates(call, n, calls, samples, clock, sync)
+        calls = _calls_per_sample(call, device_kind, clock, sync)
+        rates = _rates(call, matmul_flop(n), calls, samples, clock, sync)
         by_size[str(n)] = max(rates)
         if best is None or max(rates) > best[0]:
             best = (max(rates), rates, n, calls, call)
     _, rates, n, calls, call = best
-    rates = rates + _rates(call, n, calls, samples, clock, sync)
+    rates = rates + _rates(call, matmul_flop(n), calls, samples, clock, sync)
     by_size[str(n)] = max(rates)
     return KernelPeak(precision, max(rates), statistics.median(rates), n, calls, 2 * samples, by_size)
 
 
-def _rates(call, n: int, calls: int, samples: int, clock: Clock, sync: Sync) -> list[float]:
-    return [matmul_flop(n) * calls / seconds / 1e9
-            for seconds in time_batches(call, calls, samples, clock=clock, sync=sync)]
+def _calls_per_sample(call, device_kind: str, clock: Clock, sync: Sync) -> int:
+    """One untimed call (tracing), then one timed call: how many calls fill SAMPLE_SECONDS."""
+    call()
+    (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
+    return max(1, round(SAMPLE_SECONDS[device_kind] / one)) if one > 0 else 1
+
+
+def _rates(call, flop: int, calls: int, samples: int, clock: Clock, sync: Sync) -> list[float]:
+    """GFLOP/s of each of `samples` batches of `calls` back-to-back calls."""
+    return [flop * calls / seconds / 1e9 for seconds in time_batches(call, calls, samples, clock=clock, sync=sync)]
 
 
 def precisions(device_kind: str, cpu_flags: set[str]) -> tuple[str, ...]:
@@ -288,10 +293,8 @@ def conv_kernel():
 
 def _conv_rates(sync: Sync, device_kind: str) -> tuple[float, float]:
     conv = conv_kernel()
-    conv()
-    (one,) = time_batches(conv, 1, 1, sync=sync)
-    calls = max(1, round(SAMPLE_SECONDS[device_kind] / one))
-    rates = [CONV_FLOP * calls / s / 1e9 for s in time_batches(conv, calls, SAMPLES, sync=sync)]
+    clock = time.perf_counter
+    rates = _rates(conv, CONV_FLOP, _calls_per_sample(conv, device_kind, clock, sync), SAMPLES, clock, sync)
     return max(rates), statistics.median(rates)
 
 

@@ -189,25 +189,25 @@ def describe(row: Row) -> str:
     return f"{where}: {row.status} ({row.error})"
 
 
+def _worker_child(flag: str, what: str) -> dict:
+    """The result a worker child prints for `flag` (--calibrate, --fingerprint); RuntimeError naming `what`."""
+    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", flag], timeout_s=600,
+                        memory_limit_mb=None)
+    result = _child_result(outcome)
+    if result is None:
+        raise RuntimeError(f"{what} failed: {_crash_line(outcome)}")
+    return result
+
+
 def calibrate(config: SweepConfig, log: Log) -> dict:
     """The device's peaks and the environment, measured in a child at the start of the sweep."""
     log("measuring this device's peak: matmul per precision and a 3x3 convolution ...")
-    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", "--calibrate"],
-                        timeout_s=600, memory_limit_mb=None)
-    result = _child_result(outcome)
-    if result is None:
-        raise RuntimeError(f"calibration failed: {_crash_line(outcome)}")
-    return result
+    return _worker_child("--calibrate", "calibration")
 
 
 def _child_fingerprint() -> dict:
     """This machine's environment block as a sweep's child sees it (TensorFlow's devices included)."""
-    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", "--fingerprint"],
-                        timeout_s=600, memory_limit_mb=None)
-    result = _child_result(outcome)
-    if result is None:
-        raise RuntimeError(f"reading the environment failed: {_crash_line(outcome)}")
-    return result["env"]
+    return _worker_child("--fingerprint", "reading the environment")["env"]
 
 
 def _gpus(state: dict) -> int:
