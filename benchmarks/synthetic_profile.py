@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from l40sbench.synthetic import child
+from l40sbench.core import child
 from l40sbench.synthetic.job import Job, StepSettings
 from l40sbench.synthetic.worker import ROW_MARKER
 

@@ -68,6 +68,21 @@ def _add_run_flags(p) -> None:
     p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
 
 
+def _add_runtime_flags(p) -> None:
+    """--runtimes and --runtime-precision: the inference runtimes a fine-tuned model is timed on."""
+    from l40sbench.runtimes.registry import ORDER, PRECISIONS as RUNTIME_PRECISIONS
+
+    p.add_argument("--runtimes", type=_name_list, default=("tf",), metavar="LIST",
+                   help=f"inference runtimes to time the fine-tuned model on after training, from {','.join(ORDER)}, "
+                        "or all (every installed one). tf, the training process's own path, always runs: every "
+                        "other runtime's accuracy is checked against it. Each other runtime gets the model through "
+                        "its library's own exporter and is timed in a child process (default: tf)")
+    p.add_argument("--runtime-precision", choices=RUNTIME_PRECISIONS, default="fp32",
+                   help="the precision every runtime but tf is told to run in (OpenVINO's inference precision "
+                        "hint, LiteRT's fp16 or dynamic-range int8 conversion); a runtime that cannot is marked "
+                        "so in its row (default: fp32)")
+
+
 def _add_classify(subparsers) -> None:
     p = subparsers.add_parser(
         "classify",
@@ -96,6 +111,7 @@ def _add_classify(subparsers) -> None:
     p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
     _add_run_flags(p)
     p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
+    _add_runtime_flags(p)
     p.set_defaults(func=_cmd_classify)
 
 
@@ -132,6 +148,7 @@ def _add_detect(subparsers) -> None:
                    help="save the trained model as a SavedModel in DIR (new or empty), serving the signature that "
                         "was timed: uint8 image [1, H, W, 3] in, boxes, classes, scores, num_detections out")
     _add_run_flags(p)
+    _add_runtime_flags(p)
     p.set_defaults(func=_cmd_detect)
 
 
@@ -393,6 +410,12 @@ def _run_and_report(task: str, config, runner) -> int:
     print()
     print(tables.inference_table([result]))
     print()
+    runtimes = tables.runtime_table(result)
+    if runtimes:
+        print(f"Inference by runtime (batch 1, fastest first; requested precision "
+              f"{result['config'].get('runtime_precision', 'fp32')} for all but tf):")
+        print(runtimes)
+        print()
     print(tables.accuracy_lines(result))
     print(tables.utilisation_line(result))
     print(f"results: {saved['path']} and result.csv")
@@ -415,6 +438,7 @@ def _cmd_classify(args) -> int:
         base=args.base, **_data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
+        runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     BASES.get(config.base)  # an unknown base fails before anything is loaded
     return _run_and_report("classify", config, run_classify)
@@ -431,7 +455,7 @@ def _cmd_detect(args) -> int:
         base=args.base, **_data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, init_checkpoint=args.init_checkpoint, classes=classes, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
-        export=args.export, strict=args.strict,
+        export=args.export, strict=args.strict, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     DETECTORS.get(config.base)
     return _run_and_report("detect", config, run_detect)

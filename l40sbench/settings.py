@@ -27,3 +27,20 @@ def check_run_settings(config: object) -> None:
     require_at_least(config, ("batch_size", "limit"), 1)
     require_at_least(config, ("warmup",), 0)
     require_one_of(config, "precision", PRECISIONS)
+
+
+def check_runtime_settings(config: object) -> None:
+    """runtimes: known names (or "all" alone); runtime_precision: one of the runtime precisions.
+
+    Raises:
+      ValueError: naming the field and the value received.
+    """
+    from l40sbench.runtimes.registry import PRECISIONS as RUNTIME_PRECISIONS
+    from l40sbench.runtimes.registry import RUNTIMES
+
+    require_one_of(config, "runtime_precision", RUNTIME_PRECISIONS)
+    names = tuple(config.runtimes)
+    unknown = [name for name in names if name != "all" and name not in RUNTIMES.names()]
+    if not names or unknown or ("all" in names and len(names) > 1) or len(set(names)) != len(names):
+        raise ValueError(f"runtimes must be distinct names from {', '.join(RUNTIMES.names())}, or all alone. "
+                         f"Received: runtimes={list(names)}")

@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from l40sbench.core.stats import step_throughput
-from l40sbench.synthetic import child, tables
+from l40sbench.core import child
+from l40sbench.synthetic import tables
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
 from l40sbench.synthetic.sweep import _bisect_largest, with_scaling, with_utilisation
 from l40sbench.synthetic.job import Row

@@ -19,7 +19,7 @@ class BaseSpec:
     Attributes:
       name: registry key, as given to --base.
       application: constructor name in keras.applications.
-      module: submodule of keras.applications holding its preprocess_input.
+      module: submodule of keras.applications holding its preprocess_input (the Preprocess layer's).
       default_size: the input size the base was trained at (square).
       min_size: smallest input the architecture accepts without top.
     """
@@ -34,11 +34,6 @@ class BaseSpec:
         import keras
 
         return getattr(keras.applications, self.application)
-
-    def preprocess(self) -> Callable:
-        import keras
-
-        return getattr(keras.applications, self.module).preprocess_input
 
 
 BASES: Registry[BaseSpec] = Registry("base")

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
-from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings
+from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings, check_runtime_settings
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,13 @@ class ClassifyConfig:
     xla: bool = False
     strict: bool = False
     warmup: int = ARTICLE_WARMUP
+    runtimes: tuple[str, ...] = ("tf",)
+    runtime_precision: str = "fp32"
 
     def __post_init__(self):
         require_at_least(self, ("epochs", "image_size"), 1)
         check_run_settings(self)
+        check_runtime_settings(self)
         if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):
             raise ValueError(
                 f"fine_tune must be 'head', 'all' or a number of top layers. Received: fine_tune={self.fine_tune!r}"

@@ -82,7 +82,6 @@ def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, tr
     """uint8 image -> preprocess -> base -> pooling -> dropout -> softmax."""
     import keras
 
-    preprocess = spec.preprocess()
     if trainable_top_layers is None:
         base.trainable = False
     else:
@@ -91,7 +90,9 @@ def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, tr
             for layer in base.layers[:-trainable_top_layers]:
                 layer.trainable = False
     inputs = keras.Input((image_size, image_size, 3), dtype="uint8", name="image")
-    x = keras.layers.Lambda(lambda t: preprocess(keras.ops.cast(t, "float32")), name="preprocess")(inputs)
+    from l40sbench.classify.layers import Preprocess
+
+    x = Preprocess(spec.module, name="preprocess")(inputs)
     # training=False keeps batch-norm statistics fixed, the usual transfer-learning recipe.
     x = base(x, training=False)
     x = keras.layers.GlobalAveragePooling2D(name="pool")(x)

@@ -16,6 +16,7 @@ import numpy as np
 
 from l40sbench import paths, peak, tfds_source
 from l40sbench.classify import data as data_mod
+from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier
@@ -24,6 +25,8 @@ from l40sbench.core import env as env_mod
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
 from l40sbench.core.timing import EpochClock, eta_seconds, probe_latency
 from l40sbench.errors import UserError
+from l40sbench.runtimes.measure import measure_runtimes
+from l40sbench.runtimes.registry import resolve
 from l40sbench.settings import keras_policy
 from l40sbench.tf_device import device_sync
 
@@ -115,9 +118,9 @@ def _measure_inference(model, images: data_mod.ImageSet, image_size: int, config
         lambda image: probabilities.append(forward(image)), images.x["test"], warmup=config.warmup, sync=sync
     )
     if not probabilities:
-        return stats, None
-    predicted = np.argmax(np.stack(probabilities), axis=1)
-    return stats, float(np.mean(predicted == images.y["test"]))
+        return stats, None, None
+    stacked = np.stack(probabilities)
+    return stats, float(np.mean(np.argmax(stacked, axis=1) == images.y["test"])), stacked
 
 
 def _utilisation(model, config: ClassifyConfig, image_size: int, device_peak: dict, train: TrainResult,
@@ -240,11 +243,27 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     wall["seconds"] = time.perf_counter() - wall["started"]
 
     log(f"inference: {dataset.test_images} test images one at a time, first {config.warmup} excluded ...")
-    stats, accuracy = _measure_inference(model, images, image_size, config, sync)
+    stats, accuracy, probabilities = _measure_inference(model, images, image_size, config, sync)
     inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
-    result = record(True, inference, {"test_accuracy": accuracy},
-                    _utilisation(model, config, image_size, env["peak"], record(False).train, dataset.train_images,
-                                 inference))
+    utilisation = _utilisation(model, config, image_size, env["peak"], record(False).train, dataset.train_images,
+                               inference)
+    result = record(True, inference, {"test_accuracy": accuracy}, utilisation)
     save(result.to_dict())
-    return result
+    if config.output_dir is None or probabilities is None:
+        return result
+    model_file = config.output_dir / cl_runtimes.MODEL_FILE
+    log(f"saving the fine-tuned model to {model_file} (for `infer` and the other runtimes) ...")
+    model.save(model_file)
+    reference = cl_runtimes.reference_row(inference, probabilities, images.y["test"], model_file,
+                                          config.precision, config.xla)
+    work = cl_runtimes.workload(model, images.x["test"], images.y["test"], probabilities, config.warmup,
+                                config.precision)
+
+    def on_row(rows) -> None:
+        save(record(True, dataclasses.replace(inference, runtimes=rows), {"test_accuracy": accuracy},
+                    utilisation).to_dict())
+
+    rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
+                            config.output_dir / "runtimes", reference, log, on_row)
+    return record(True, dataclasses.replace(inference, runtimes=rows), {"test_accuracy": accuracy}, utilisation)
 

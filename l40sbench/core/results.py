@@ -75,6 +75,8 @@ class InferenceResult:
     std_ms: float | None
     stages_mean_ms: dict = field(default_factory=dict)
     times_ms: tuple[float, ...] = ()  # every timed call, in order, warm-up excluded
+    # One RuntimeResult per runtime timed (tf first, the figures above); empty when only tf ran the old way.
+    runtimes: tuple = ()
 
     @classmethod
     def from_stats(
@@ -95,6 +97,34 @@ class InferenceResult:
             stages_mean_ms=dict(stages_mean_ms or {}),
             times_ms=stats.times_ms,
         )
+
+
+RUNTIME_STATUSES = ("ok", "accuracy-mismatch", "unsupported-precision", "not-installed", "export-failed", "failed")
+
+
+@dataclass(frozen=True)
+class RuntimeResult:
+    """The fine-tuned model on one inference runtime: export, precision, latency, accuracy against tf.
+
+    `status` is one of RUNTIME_STATUSES; `reason` is the first line of why it is not "ok". `precision`
+    is what the runtime reported it computes in, which may differ from `precision_requested`.
+    """
+
+    runtime: str
+    status: str
+    reason: str = ""
+    version: str | None = None
+    exporter: str = ""
+    artifact: str = ""
+    export_seconds: float | None = None
+    size_mb: float | None = None
+    precision_requested: str = ""
+    precision: str = ""
+    threads: int | None = None
+    settings: dict = field(default_factory=dict)
+    load_seconds: float | None = None
+    inference: InferenceResult | None = None
+    accuracy: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
-from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings
+from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings, check_runtime_settings
 
 ARTICLE_EPOCHS = 200
 MAX_IMAGE_SIZE = 2048  # a 2048 px detector already takes tens of GB to train; larger is a typo
@@ -38,10 +38,13 @@ class DetectConfig:
     warmup: int = ARTICLE_WARMUP
     export: Path | None = None
     strict: bool = False
+    runtimes: tuple[str, ...] = ("tf",)
+    runtime_precision: str = "fp32"
 
     def __post_init__(self):
         require_at_least(self, ("epochs",), 1)
         check_run_settings(self)
+        check_runtime_settings(self)
         if not 64 <= self.image_size <= MAX_IMAGE_SIZE or self.image_size % 32:
             raise ValueError(f"image_size must be a multiple of 32 from 64 to {MAX_IMAGE_SIZE}. "
                              f"Received: image_size={self.image_size}")

@@ -184,3 +184,42 @@ def accuracy_lines(result: dict) -> str:
     if "export_dir" in notes:
         lines.append(f"SavedModel: {notes['export_dir']} (signature serving_default)")
     return "\n".join(lines)
+
+
+def runtime_rows(result: dict) -> list[dict]:
+    """The record's runtime rows, timed ones fastest first, then the rest in their order."""
+    rows = list((result.get("inference") or {}).get("runtimes") or ())
+    timed = [r for r in rows if (r.get("inference") or {}).get("mean_ms")]
+    return sorted(timed, key=lambda r: r["inference"]["mean_ms"]) + [r for r in rows if r not in timed]
+
+
+def _runtime_accuracy(task: str, accuracy: dict) -> tuple[str, str]:
+    """(accuracy, agreement with tf) cells of a runtime row."""
+    if task == "detect":
+        iou, share = accuracy.get("mean_iou_vs_tf"), accuracy.get("matched_share")
+        agreement = "-" if share is None else f"IoU {_number(iou)}, {share:.0%} matched"
+        return f"{_number(accuracy.get('map_50_95'))} / {_number(accuracy.get('map_50'))}", agreement
+    agree = accuracy.get("agreement_with_tf")
+    return _number(accuracy.get("test_accuracy")), "-" if agree is None else f"{agree:.1%}"
+
+
+def runtime_table(result: dict) -> str:
+    """One line per runtime, fastest first, with its ratio to tf; empty when only tf's old probe ran."""
+    rows = runtime_rows(result)
+    if not rows:
+        return ""
+    tf_ms = next((r["inference"]["mean_ms"] for r in rows if r["runtime"] == "tf" and r.get("inference")), None)
+    lines = []
+    for r in rows:
+        inf = r.get("inference") or {}
+        accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
+        speedup = tf_ms / inf["mean_ms"] if tf_ms and inf.get("mean_ms") else None
+        lines.append((r["runtime"], r["status"], r.get("precision") or "-", r.get("threads") or "-",
+                      _number(r.get("size_mb"), 1), _number(r.get("export_seconds"), 1), _number(inf.get("mean_ms")),
+                      _number(inf.get("p50_ms")), _number(inf.get("p99_ms")), _number(inf.get("images_per_second")),
+                      "-" if speedup is None else f"{speedup:.2f}x", accuracy, agreement))
+    accuracy_name = "mAP .5:.95 / .5" if result["task"] == "detect" else "test acc"
+    table = format_table(("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "p50 ms",
+                          "p99 ms", "images/s", "vs tf", accuracy_name, "agreement with tf"), lines)
+    reasons = [f"  {r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
+    return "\n".join([table, *reasons])

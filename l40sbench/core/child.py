@@ -1,4 +1,4 @@
-"""Runs one child process under a time limit and a resident-memory cap.
+"""Runs one child process (a sweep configuration, a runtime's timing) under a time limit and a memory cap.
 
 The cap is what makes out-of-memory reproducible on a machine without a GPU.
 It is enforced twice where the kernel allows: a cgroup memory limit (v2

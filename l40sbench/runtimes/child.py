@@ -1,0 +1,50 @@
+"""The timing child: `python -m l40sbench.runtimes.child REQUEST.json`.
+
+Loads one runtime's model, times the inputs one at a time with the core probe (warm-up excluded),
+and writes every output (outputs.npz) and the figures (the request's `result` file). It imports the
+runtime it times and nothing else heavy, so a native crash here costs one row and no record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from l40sbench.core.records import to_json, write_atomic
+from l40sbench.core.timing import probe_latency
+
+
+def stack_outputs(outputs: list[dict]) -> dict[str, np.ndarray]:
+    """Per-image output dicts -> one array per name, images along the first axis."""
+    return {name: np.concatenate([np.asarray(out[name]) for out in outputs]) for name in outputs[0]}
+
+
+def run(request: dict) -> dict:
+    from l40sbench.runtimes.forward import load
+
+    started = time.perf_counter()
+    loaded = load(request["runtime"], Path(request["artifact"]), request["precision"], request["threads"],
+                  request["file_precision"])
+    load_seconds = time.perf_counter() - started
+    with np.load(request["inputs"]) as archive:
+        images = [archive[key] for key in sorted(archive.files)]
+    outputs: list[dict] = []
+    stats = probe_latency(lambda image: outputs.append(loaded.call(image)), images, warmup=request["warmup"])
+    np.savez(request["outputs"], **stack_outputs(outputs))
+    return {"stats": dataclasses.asdict(stats), "precision": loaded.precision, "threads": loaded.threads,
+            "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds}
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    write_atomic(Path(request["result"]), to_json(run(request)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,123 @@
+"""The fine-tuned model in each runtime's format, by the libraries' own exporters and converters.
+
+Classification: Keras `Model.export(format=...)` from the model in memory. Detection: the SavedModel
+the run wrote, through tf2onnx, `openvino.convert_model` and the TFLite converter. Nothing here
+converts a graph itself. Each function raises on failure; the caller turns that into the row's reason.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ONNX_OPSET = 17
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One exported model: where it is, how long the export took, its size, and what made it."""
+
+    path: Path
+    export_seconds: float
+    size_mb: float
+    exporter: str
+    precision: str  # what the file itself fixes ("fp32", or LiteRT's quantised weights)
+
+
+def size_mb(path: Path) -> float:
+    """Bytes on disk / 2**20: the file, or every file under a folder (an OpenVINO .xml counts its .bin)."""
+    path = Path(path)
+    if path.is_dir():
+        files = [p for p in path.rglob("*") if p.is_file()]
+    else:
+        files = [path] + ([path.with_suffix(".bin")] if path.suffix == ".xml" else [])
+    return sum(p.stat().st_size for p in files if p.exists()) / 2**20
+
+
+def litert_options(precision: str) -> tuple[dict, str]:
+    """TFLite converter settings for a precision, and the precision the model then runs in on XNNPACK."""
+    import tensorflow as tf
+
+    if precision == "fp16":  # float16 weights; XNNPACK dequantises them to fp32 when it loads the model
+        return ({"optimizations": [tf.lite.Optimize.DEFAULT], "target_spec": {"supported_types": [tf.float16]}},
+                "fp32 compute (fp16 weights, dequantised at load)")
+    if precision == "int8":  # dynamic range: int8 weights, activations quantised per call
+        return {"optimizations": [tf.lite.Optimize.DEFAULT]}, "int8 dynamic-range (int8 weights, fp32 activations)"
+    return {}, "fp32"
+
+
+def _timed(path: Path, exporter: str, precision: str, work) -> Artifact:
+    started = time.perf_counter()
+    work()
+    seconds = time.perf_counter() - started
+    if not path.exists():
+        raise RuntimeError(f"{exporter} wrote nothing at {path}")
+    return Artifact(path, seconds, size_mb(path), exporter, precision)
+
+
+def export_keras(model, runtime: str, precision: str, out_dir: Path) -> Artifact:
+    """A Keras model in `runtime`'s format under out_dir, with Keras' own exporter."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if runtime == "savedmodel":
+        path, options, fixed = out_dir / "saved_model", {"format": "tf_saved_model"}, "fp32"
+    elif runtime == "onnxruntime":
+        path, options, fixed = out_dir / "model.onnx", {"format": "onnx", "opset_version": ONNX_OPSET}, "fp32"
+    elif runtime == "openvino":
+        path, options, fixed = out_dir / "model.xml", {"format": "openvino"}, "fp32"
+    elif runtime == "litert":
+        settings, fixed = litert_options(precision)
+        path, options = out_dir / "model.tflite", {"format": "litert", **settings}
+    else:
+        raise ValueError(f"no export for runtime {runtime!r}")
+    exporter = f"keras Model.export(format={options['format']!r})"
+    return _timed(path, exporter, fixed, lambda: model.export(str(path), verbose=False, **options))
+
+
+def convert_saved_model(saved_model: Path, runtime: str, precision: str, out_dir: Path,
+                        signature: str = "serving_default") -> Artifact:
+    """A SavedModel's `signature` in `runtime`'s format under out_dir, with that runtime's converter."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if runtime == "savedmodel":
+        return Artifact(saved_model, 0.0, size_mb(saved_model), "tf.saved_model.save (the run's own)", "fp32")
+    if runtime == "onnxruntime":
+        path = out_dir / "model.onnx"
+        return _timed(path, f"tf2onnx.convert --saved-model --opset {ONNX_OPSET}", "fp32",
+                      lambda: _tf2onnx(saved_model, signature, path))
+    if runtime == "openvino":
+        path = out_dir / "model.xml"
+
+        def convert():
+            import openvino as ov
+
+            # compress_to_fp16=False: save_model would otherwise round the weights to fp16 on disk.
+            ov.save_model(ov.convert_model(str(saved_model)), str(path), compress_to_fp16=False)
+
+        return _timed(path, "openvino.convert_model", "fp32", convert)
+    if runtime == "litert":
+        path = out_dir / "model.tflite"
+        settings, fixed = litert_options(precision)
+
+        def convert():
+            import tensorflow as tf
+
+            converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model), signature_keys=[signature])
+            converter.optimizations = settings.get("optimizations", [])
+            for key, value in settings.get("target_spec", {}).items():
+                setattr(converter.target_spec, key, value)
+            path.write_bytes(converter.convert())
+
+        return _timed(path, "tf.lite.TFLiteConverter.from_saved_model", fixed, convert)
+    raise ValueError(f"no conversion for runtime {runtime!r}")
+
+
+def _tf2onnx(saved_model: Path, signature: str, path: Path) -> None:
+    """tf2onnx's own command line, in a child process: a converter crash costs only this row."""
+    command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved_model), "--signature_def",
+               signature, "--opset", str(ONNX_OPSET), "--output", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
+        raise RuntimeError((errors or done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1])

@@ -1,0 +1,116 @@
+"""Each runtime's exported model loaded as one call: uint8 image batch [1, H, W, 3] in, named NumPy outputs out.
+
+Runs in the timing child, which imports only the runtime it times. The call holds what serving one
+decoded image costs on that runtime: the input handed over, the model run, the outputs copied back.
+Every loader sets its threads and precision explicitly and reads back what the runtime will run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+Call = Callable[[np.ndarray], dict]
+# OpenVINO's names for the --runtime-precision values, and back.
+OPENVINO_HINTS = {"fp32": "f32", "bf16": "bf16", "fp16": "f16"}
+OPENVINO_NAMES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    call: Call
+    precision: str  # what the runtime reports it will compute in
+    threads: int
+    version: str
+    settings: dict = field(default_factory=dict)
+
+
+def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+    """The model at `path` ready to call on `runtime`.
+
+    Args:
+      precision: the --runtime-precision asked for (only OpenVINO takes it here; LiteRT's is in the file).
+      file_precision: what the exported file fixes (export.Artifact.precision).
+    """
+    loaders = {"savedmodel": _savedmodel, "onnxruntime": _onnxruntime, "openvino": _openvino, "litert": _litert}
+    return loaders[runtime](Path(path), precision, threads, file_precision)
+
+
+def _savedmodel(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    signature = tf.saved_model.load(str(path)).signatures["serving_default"]
+    (name,) = signature.structured_input_signature[1]
+
+    def call(image: np.ndarray) -> dict:
+        return {key: value.numpy() for key, value in signature(**{name: tf.convert_to_tensor(image)}).items()}
+
+    return Loaded(call, file_precision, threads, tf.__version__, {"signature": "serving_default",
+                                                                  "intra_op_threads": threads})
+
+
+def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    (model_input,) = session.get_inputs()
+    names = [output.name for output in session.get_outputs()]
+
+    def call(image: np.ndarray) -> dict:
+        return dict(zip(names, session.run(None, {model_input.name: image}), strict=True))
+
+    return Loaded(call, file_precision, threads, ort.__version__,
+                  {"providers": session.get_providers(), "graph_optimization": "ORT_ENABLE_ALL",
+                   "inter_op_threads": 1})
+
+
+def _openvino(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(str(path), "CPU", {
+        "INFERENCE_PRECISION_HINT": OPENVINO_HINTS[precision], "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_NUM_THREADS": threads,
+    })
+    effective = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+    request = compiled.create_infer_request()
+    names = [output.get_any_name() for output in compiled.outputs]
+
+    def call(image: np.ndarray) -> dict:
+        results = request.infer({0: image})
+        # The request reuses its output buffers: copy them out, as every other runtime hands over copies.
+        return {name: np.array(results[output]) for name, output in zip(names, compiled.outputs, strict=True)}
+
+    return Loaded(call, OPENVINO_NAMES.get(effective, effective), int(compiled.get_property("INFERENCE_NUM_THREADS")),
+                  ov.get_version(), {"device": "CPU", "PERFORMANCE_HINT": "LATENCY",
+                                     "INFERENCE_PRECISION_HINT": effective})
+
+
+def _litert(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+    import ai_edge_litert
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path), num_threads=threads)
+    signatures = interpreter.get_signature_list()
+    key = "serving_default" if "serving_default" in signatures else next(iter(signatures))
+    runner = interpreter.get_signature_runner(key)
+    (name,) = signatures[key]["inputs"]
+
+    def call(image: np.ndarray) -> dict:
+        return runner(**{name: image})  # the runner resizes for a new image size and returns copies
+
+    version = getattr(ai_edge_litert, "__version__", None) or _package_version("ai-edge-litert")
+    return Loaded(call, file_precision, threads, version, {"delegate": "XNNPACK (default)", "signature": key})
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)

@@ -1,0 +1,158 @@
+"""One row per runtime: export in this process, time in a child, score against tf.
+
+A runtime that is missing, cannot run the precision asked for, fails to export or crashes its child
+gets a row saying so; the rows before it and the run's own figures are kept either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from l40sbench.core import child
+from l40sbench.core.results import InferenceResult, RuntimeResult
+from l40sbench.core.stats import LatencyStats
+from l40sbench.runtimes.export import Artifact
+from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
+
+CHILD_TIMEOUT_S = 1800.0
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the rows of one run are measured on.
+
+    Attributes:
+      images: the test images, decoded, each uint8 [1, H, W, 3], in the tf probe's order.
+      export: (runtime, precision, folder) -> the exported Artifact; raises on failure.
+      score: a runtime's stacked outputs -> its accuracy dict, agreement with tf included.
+      mismatch: (runtime accuracy, tf accuracy) -> True when the runtime is less accurate beyond the bound.
+      trained_precision: the run's --precision; a runtime reloading the graph as trained inherits it.
+    """
+
+    images: list
+    export: Callable[[str, str, Path], Artifact]
+    score: Callable[[dict], dict]
+    mismatch: Callable[[dict, dict], bool]
+    warmup: int
+    trained_precision: str
+
+
+def threads() -> int:
+    """The cores this process may run on: every runtime is given the same number."""
+    return len(os.sched_getaffinity(0))
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0][:300] if lines else "no message"
+
+
+def _crash_reason(runtime: str, outcome: child.Outcome) -> str:
+    if outcome.timed_out:
+        return f"the {runtime} child did not finish within {CHILD_TIMEOUT_S:.0f} s"
+    if outcome.returncode is not None and outcome.returncode < 0:
+        name = signal.Signals(-outcome.returncode).name
+        return f"the {runtime} child crashed ({name}) while loading or running the model"
+    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+    return (lines[-1].strip()[:300] if lines else f"the {runtime} child exited {outcome.returncode}")
+
+
+def _unsupported(runtime: str, precision: str, trained_precision: str) -> str | None:
+    """Why `runtime` cannot be told to run `precision` (None when it can)."""
+    spec = RUNTIMES.get(runtime)
+    if precision not in spec.precisions:
+        return f"{runtime} takes {', '.join(spec.precisions)}, not {precision}"
+    if runtime == "savedmodel" and trained_precision != "fp32":
+        return f"the SavedModel computes as it was trained ({trained_precision}), not {precision}"
+    return None
+
+
+def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, inputs: Path,
+                reference_accuracy: dict, log: Log) -> RuntimeResult:
+    """The row of one runtime other than tf."""
+    base = {"runtime": runtime, "precision_requested": precision}
+    missing = RUNTIMES.get(runtime).missing()
+    if missing:
+        return RuntimeResult(**base, status="not-installed",
+                             reason=f"missing package(s): {', '.join(missing)} (pip install 'l40sbench[runtimes]')")
+    why = _unsupported(runtime, precision, workload.trained_precision)
+    if why:
+        return RuntimeResult(**base, status="unsupported-precision", reason=why)
+    log(f"runtime {runtime}: exporting ...")
+    try:
+        artifact = workload.export(runtime, precision, folder)
+    except Exception as exc:  # a converter's error of any kind costs this row only
+        return RuntimeResult(**base, status="export-failed", reason=f"{type(exc).__name__}: {first_line(exc)}")
+    base.update(exporter=artifact.exporter, artifact=str(artifact.path), export_seconds=artifact.export_seconds,
+                size_mb=artifact.size_mb)
+    log(f"runtime {runtime}: exported in {artifact.export_seconds:.1f} s ({artifact.size_mb:.1f} MB); timing "
+        f"{len(workload.images)} images one at a time in a child process, first {workload.warmup} excluded ...")
+    request = {"runtime": runtime, "artifact": str(artifact.path), "file_precision": artifact.precision,
+               "precision": precision, "threads": threads(), "inputs": str(inputs),
+               "outputs": str(folder / "outputs.npz"), "result": str(folder / "timing.json"),
+               "warmup": workload.warmup}
+    (folder / "request.json").write_text(json.dumps(request, indent=2))
+    outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
+                        timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None)
+    if outcome.returncode != 0:
+        return RuntimeResult(**base, status="failed", reason=_crash_reason(runtime, outcome))
+    timing = json.loads((folder / "timing.json").read_text())
+    with np.load(folder / "outputs.npz") as archive:
+        outputs = {name: archive[name] for name in archive.files}
+    stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
+    accuracy = workload.score(outputs)
+    status, reason = "ok", ""
+    expected = precision if artifact.precision == "fp32" else artifact.precision  # LiteRT's file fixes its own
+    if timing["precision"] != expected:
+        status, reason = "unsupported-precision", f"asked for {precision}; {runtime} runs {timing['precision']} here"
+    if workload.mismatch(accuracy, reference_accuracy):
+        status, reason = "accuracy-mismatch", "less accurate than tf beyond the bound"
+    return RuntimeResult(**base, status=status, reason=reason, version=timing["version"],
+                         precision=timing["precision"], threads=timing["threads"], settings=timing["settings"],
+                         load_seconds=timing["load_seconds"],
+                         inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
+                         accuracy=accuracy)
+
+
+def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str, out_dir: Path,
+                     reference: RuntimeResult, log: Log,
+                     on_row: Callable[[tuple[RuntimeResult, ...]], None]) -> tuple[RuntimeResult, ...]:
+    """The reference row, then one row per other runtime in `names`; on_row(rows so far) after each."""
+    rows = (reference,)
+    on_row(rows)
+    others = [name for name in names if name != REFERENCE]
+    if not others:
+        return rows
+    out_dir.mkdir(parents=True, exist_ok=True)
+    inputs = out_dir / "inputs.npz"  # decoded once; every child reads the same arrays
+    np.savez(inputs, **{f"{i:06d}": image for i, image in enumerate(workload.images)})
+    try:
+        for name in others:
+            row = measure_one(name, workload, precision, out_dir / name, inputs, reference.accuracy, log)
+            log(describe(row, reference))
+            rows += (row,)
+            on_row(rows)
+    finally:
+        inputs.unlink(missing_ok=True)
+    return rows
+
+
+def describe(row: RuntimeResult, reference: RuntimeResult | None = None) -> str:
+    """One progress line for a finished row."""
+    if row.inference is None or row.inference.mean_ms is None:
+        return f"runtime {row.runtime}: {row.status}: {row.reason}"
+    ratio = ""
+    if reference is not None and reference.inference and reference.inference.mean_ms:
+        ratio = f" ({reference.inference.mean_ms / row.inference.mean_ms:.2f}x tf)"
+    status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
+    return (f"runtime {row.runtime}: {status}, {row.precision}, {row.inference.mean_ms:.2f} ms/image{ratio}, "
+            f"{row.threads} threads")
