@@ -68,15 +68,15 @@ def _add_run_flags(p) -> None:
     p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
 
 
-def _add_runtime_flags(p) -> None:
+def _add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
     """--runtimes and --runtime-precision: the inference runtimes a fine-tuned model is timed on."""
     from l40sbench.runtimes.registry import ORDER, PRECISIONS as RUNTIME_PRECISIONS
 
-    p.add_argument("--runtimes", type=_name_list, default=("tf",), metavar="LIST",
-                   help=f"inference runtimes to time the fine-tuned model on after training, from {','.join(ORDER)}, "
+    p.add_argument("--runtimes", type=_name_list, default=default, metavar="LIST",
+                   help=f"inference runtimes to time the fine-tuned model on, from {','.join(ORDER)}, "
                         "or all (every installed one). tf, the training process's own path, always runs: every "
                         "other runtime's accuracy is checked against it. Each other runtime gets the model through "
-                        "its library's own exporter and is timed in a child process (default: tf)")
+                        f"its library's own exporter and is timed in a child process (default: {','.join(default)})")
     p.add_argument("--runtime-precision", choices=RUNTIME_PRECISIONS, default="fp32",
                    help="the precision every runtime but tf is told to run in (OpenVINO's inference precision "
                         "hint, LiteRT's fp16 or dynamic-range int8 conversion); a runtime that cannot is marked "
@@ -319,6 +319,23 @@ def _add_report(subparsers) -> None:
     p.set_defaults(func=_cmd_report)
 
 
+def _add_infer(subparsers) -> None:
+    p = subparsers.add_parser(
+        "infer",
+        help="time a finished run's fine-tuned model again, on any inference runtime, without retraining",
+        description=(
+            "Reads RUN_DIR (a classify or detect run folder: result.json and the fine-tuned model, model.keras "
+            "or the SavedModel), reads the run's test split again with its own settings, times the model on tf "
+            "in this process (the reference) and on each other runtime in a child process, images one at a "
+            "time with the warm-up excluded, and scores each against the labels and against tf. The rows "
+            "replace that runtime's earlier rows in RUN_DIR/result.json; the run's own tf figures stay."
+        ),
+    )
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished classify or detect run folder")
+    _add_runtime_flags(p, default=("all",))
+    p.set_defaults(func=_cmd_infer)
+
+
 def _add_datasets(subparsers) -> None:
     p = subparsers.add_parser("datasets", help="inspect data sets", description="Inspect data sets.")
     sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -358,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cost(subparsers)
     _add_compare(subparsers)
     _add_report(subparsers)
+    _add_infer(subparsers)
     _add_datasets(subparsers)
     return parser
 
@@ -665,6 +683,32 @@ def _cmd_report(args) -> int:
 
 def _figure(value) -> str:
     return "-" if value is None else f"{value:.4g}" if abs(value) < 1000 else f"{value:.1f}"
+
+
+def _cmd_infer(args) -> int:
+    from l40sbench.core.records import write_result
+    from l40sbench.report import tables
+    from l40sbench.runtimes.infer import infer
+    from l40sbench.runtimes.registry import resolve
+
+    resolve(args.runtimes)  # an unknown name fails before anything is read
+    saved: dict = {}
+
+    def save(record: dict) -> None:
+        saved["path"] = write_result(args.run_dir, record)
+
+    try:
+        record = infer(args.run_dir, args.runtimes, args.runtime_precision, log=_log, save=save)
+    except KeyboardInterrupt:
+        kept = f"; the rows finished so far are in {saved['path']}" if "path" in saved else ""
+        _log(f"interrupted{kept}")
+        return EXIT_INTERRUPTED
+    print()
+    print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; requested "
+          f"precision {args.runtime_precision} for all but tf)")
+    print(tables.runtime_table(record))
+    print(f"results: {saved['path']}")
+    return 0
 
 
 def _cmd_compare(args) -> int:

@@ -47,6 +47,19 @@ def resolve_data(config: ClassifyConfig, log: Log) -> tuple[data_mod.Layout, str
     return data_mod.scan(config.data), str(Path(config.data).resolve())
 
 
+def load_dataset(config: ClassifyConfig, image_size: int, log: Log) -> tuple[data_mod.ImageSet, str]:
+    """Both splits decoded at image_size (through the decoded cache), and the data's `source` label."""
+    if tfds_source.is_tfds(config.data):
+        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
+        return tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
+                                               cache_dir=paths.cache_dir(), log=log)
+    layout, source = resolve_data(config, log)
+    images = data_mod.load_images(
+        layout.limited(config.limit), image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
+    )
+    return images, source
+
+
 def resolve_image_size(config: ClassifyConfig) -> int:
     spec = BASES.get(config.base)
     size = config.image_size or spec.default_size
@@ -155,15 +168,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     image_size = resolve_image_size(config)
     if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
         raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
-    if tfds_source.is_tfds(config.data):
-        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
-        images, source = tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
-                                                         cache_dir=paths.cache_dir(), log=log)
-    else:
-        layout, source = resolve_data(config, log)
-        images = data_mod.load_images(
-            layout.limited(config.limit), image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
-        )
+    images, source = load_dataset(config, image_size, log)
     dataset = DatasetInfo(
         source=source,
         train_images=int(len(images.y["train"])),
@@ -267,3 +272,25 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
                             config.output_dir / "runtimes", reference, log, on_row)
     return record(True, dataclasses.replace(inference, runtimes=rows), {"test_accuracy": accuracy}, utilisation)
 
+
+
+def infer_setup(record: dict, model_file: Path, log: Log):
+    """(tf reference row, workload) for `infer`: the saved model reloaded and probed again on tf."""
+    import keras
+
+    import l40sbench.classify.layers  # noqa: F401  (registers the Preprocess layer model.keras holds)
+    from l40sbench.runtimes.infer import config_from_record
+
+    config = config_from_record(ClassifyConfig, record["config"])
+    images, _ = load_dataset(config, config.image_size, log)
+    log(f"loading {model_file} ...")
+    model = keras.saving.load_model(model_file)
+    log(f"tf (reference): {len(images.y['test'])} test images one at a time, first {config.warmup} excluded ...")
+    stats, _, probabilities = _measure_inference(model, images, config.image_size, config, device_sync())
+    if probabilities is None:
+        raise UserError("the run's test split is empty: nothing to time")
+    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
+    reference = cl_runtimes.reference_row(inference, probabilities, images.y["test"], model_file,
+                                          config.precision, config.xla)
+    return reference, cl_runtimes.workload(model, images.x["test"], images.y["test"], probabilities, config.warmup,
+                                           config.precision)

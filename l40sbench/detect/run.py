@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 import time
 from pathlib import Path
 from typing import Callable
@@ -20,13 +21,18 @@ from l40sbench import paths, peak, tfds_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
-from l40sbench.core.timing import EpochClock, eta_seconds, probe_interleaved
+from l40sbench.core.timing import EpochClock, eta_seconds, probe_interleaved, probe_latency
 from l40sbench.detect import voc
 from l40sbench.detect.bases import DETECTORS, experiment_config
 from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
-from l40sbench.detect.evaluate import coco_ground_truth, evaluate, to_coco_detections
+from l40sbench.detect import runtimes as det_runtimes
+from l40sbench.detect.evaluate import coco_ground_truth, evaluate
+from l40sbench.detect.runtimes import coco_detections
 from l40sbench.detect.standin import ensure_standin
 from l40sbench.errors import UserError
+from l40sbench.runtimes.child import stack_outputs
+from l40sbench.runtimes.measure import measure_runtimes
+from l40sbench.runtimes.registry import resolve
 from l40sbench.settings import COMPUTE_DTYPES
 from l40sbench.images import decode_rgb
 
@@ -153,14 +159,8 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
         range(len(images)), warmup=config.warmup, sync=sync,
         progress=progress,
     )
-    detections = []
-    for image_id, (out, (_, _, info)) in enumerate(zip(outputs, prepared), start=1):
-        n = int(out["num_detections"][0])
-        detections += to_coco_detections(
-            image_id, out["detection_boxes"][0, :n], out["detection_classes"][0, :n].astype(int),
-            out["detection_scores"][0, :n], scale_yx=tuple(info[0, 2].numpy().tolist()),  # [y scale, x scale]
-            score_threshold=config.score_threshold,
-        )
+    tf_outputs = stack_outputs(outputs)
+    detections = coco_detections(tf_outputs, config.score_threshold)
     ground_truth = coco_ground_truth(test, classes)
     if config.output_dir is not None:  # what was scored, for any COCO tool to score again
         write_atomic(config.output_dir / "coco_ground_truth.json", to_json(ground_truth))
@@ -171,7 +171,17 @@ def _measure_inference(serving, test, classes, config: DetectConfig, sync, notes
         notes["serving_over_model"] = stages["total"] / stages["model_with_postprocess"]
         notes["preprocess_share"] = stages["preprocess"] / stages["total"]
     total = stats["total"]
-    return InferenceResult.from_stats(total, warmup=config.warmup, batch_size=1, stages_mean_ms=stages), accuracy
+    inference = InferenceResult.from_stats(total, warmup=config.warmup, batch_size=1, stages_mean_ms=stages)
+    return inference, accuracy, Probed([image.numpy() for image in images], tf_outputs, ground_truth)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the tf probe saw, for the other runtimes: the decoded images, tf's outputs, the ground truth."""
+
+    images: list
+    tf_outputs: dict
+    ground_truth: dict
 
 
 def _forward_gflops(serving, image_size: int) -> float:
@@ -325,7 +335,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     log(f"inference: {len(test)} test images one at a time through the serving function, "
         f"first {config.warmup} excluded ...")
     serving = _serving(experiment, model, config.image_size)
-    inference, accuracy = _measure_inference(serving, test, classes, config, sync, notes, log)
+    inference, accuracy, probed = _measure_inference(serving, test, classes, config, sync, notes, log)
     train_result = record(False).train
     epoch_seconds = train_result.steady_epoch_seconds or train_result.first_epoch_seconds  # the first holds tracing
     utilisation = peak.run_utilisation(
@@ -337,10 +347,52 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     )
     result = record(True, inference, accuracy, utilisation)
     save(result.to_dict())
-    if config.export:
-        log(f"exporting the trained model as a SavedModel to {config.export} ...")
-        tf.saved_model.save(serving[0], str(config.export), signatures=serving[1])
-        notes["export_dir"] = str(config.export.resolve())
-        result = record(True, inference, accuracy, utilisation)
-        save(result.to_dict())
-    return result
+    saved_model = config.export or (config.output_dir / det_runtimes.SAVED_MODEL_DIR if config.output_dir else None)
+    if saved_model is None:
+        return result
+    log(f"exporting the trained model as a SavedModel to {saved_model} (for `infer` and the other runtimes) ...")
+    tf.saved_model.save(serving[0], str(saved_model), signatures=serving[1])
+    notes["export_dir"] = str(saved_model.resolve())
+    result = record(True, inference, accuracy, utilisation)
+    save(result.to_dict())
+    if config.output_dir is None:
+        return result
+    reference = det_runtimes.reference_row(inference, probed.tf_outputs, probed.ground_truth, saved_model,
+                                           config.precision, config.score_threshold)
+    work = det_runtimes.workload(saved_model, probed.images, probed.tf_outputs, probed.ground_truth,
+                                 config.score_threshold, config.warmup, config.precision)
+
+    def on_row(rows) -> None:
+        save(record(True, dataclasses.replace(inference, runtimes=rows), accuracy, utilisation).to_dict())
+
+    rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
+                            config.output_dir / "runtimes", reference, log, on_row)
+    return record(True, dataclasses.replace(inference, runtimes=rows), accuracy, utilisation)
+
+
+def infer_setup(record: dict, saved_model: Path, log: Log):
+    """(tf reference row, workload) for `infer`: the run's SavedModel reloaded and probed again on tf."""
+    import tensorflow as tf
+
+    from l40sbench.runtimes.infer import config_from_record
+    from l40sbench.tf_device import device_sync
+
+    config = config_from_record(DetectConfig, record["config"])
+    _, test, classes, _, _, _ = load_annotations(config, log)
+    if not test:
+        raise UserError("the run's test split is empty: nothing to time")
+    log(f"loading {saved_model} ...")
+    serve = tf.saved_model.load(str(saved_model)).signatures[SIGNATURE]
+    images = [decode_rgb(a.image_path.read_bytes())[None] for a in test]
+    outputs: list = []
+    log(f"tf (reference): {len(images)} test images one at a time through the reloaded SavedModel, "
+        f"first {config.warmup} excluded ...")
+    stats = probe_latency(lambda image: outputs.append(_numpy(serve(tf.convert_to_tensor(image)))), images,
+                          warmup=config.warmup, sync=device_sync())
+    tf_outputs = stack_outputs(outputs)
+    ground_truth = coco_ground_truth(test, classes)
+    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
+    reference = det_runtimes.reference_row(inference, tf_outputs, ground_truth, saved_model, config.precision,
+                                           config.score_threshold)
+    return reference, det_runtimes.workload(saved_model, images, tf_outputs, ground_truth, config.score_threshold,
+                                            config.warmup, config.precision)

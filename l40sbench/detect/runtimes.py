@@ -1,0 +1,70 @@
+"""Detection on other inference runtimes: the workload the runtime rows are measured on.
+
+The runtimes get the run's SavedModel (the serving signature the tf probe timed) through their own
+converters; a runtime's detections are scored with pycocotools on the test split and matched box by
+box against tf's detections of the same images.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from l40sbench.core.results import InferenceResult, RuntimeResult
+from l40sbench.detect.evaluate import evaluate, to_coco_detections
+from l40sbench.runtimes import agreement
+from l40sbench.runtimes.export import convert_saved_model, size_mb
+from l40sbench.runtimes.measure import Workload, threads
+
+SAVED_MODEL_DIR = "saved_model"
+MAP_BOUND = 0.01  # a runtime whose mAP@.5:.95 is more than this below tf's is an accuracy-mismatch
+
+
+def coco_detections(outputs: dict, score_threshold: float) -> list[dict]:
+    """Stacked serving outputs (one image per row) -> COCO results in original-image pixels.
+
+    Each image's boxes are scaled back with the image_info the same outputs carry
+    (Model Garden's [original size, resized size, scale, offset]).
+    """
+    detections = []
+    for i in range(len(outputs["num_detections"])):
+        n = int(np.asarray(outputs["num_detections"][i]).reshape(-1)[0])
+        detections += to_coco_detections(
+            i + 1, outputs["detection_boxes"][i][:n], np.asarray(outputs["detection_classes"][i][:n]).astype(int),
+            outputs["detection_scores"][i][:n], scale_yx=tuple(np.asarray(outputs["image_info"][i][2]).tolist()),
+            score_threshold=score_threshold,
+        )
+    return detections
+
+
+def score(outputs: dict, tf_outputs: dict, ground_truth: dict, score_threshold: float) -> dict:
+    """mAP of a runtime's detections and their agreement with tf's."""
+    accuracy = evaluate(ground_truth, coco_detections(outputs, score_threshold))
+    return {**accuracy, **agreement.detection(tf_outputs, outputs, len(outputs["num_detections"]), score_threshold)}
+
+
+def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
+             warmup: int, trained_precision: str) -> Workload:
+    return Workload(
+        images=images,
+        export=lambda runtime, precision, folder: convert_saved_model(saved_model, runtime, precision, folder),
+        score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold),
+        mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
+        warmup=warmup, trained_precision=trained_precision,
+    )
+
+
+def reference_row(inference: InferenceResult, tf_outputs: dict, ground_truth: dict, saved_model: Path,
+                  precision: str, score_threshold: float) -> RuntimeResult:
+    """The tf row: the run's own probe of the serving signature, in the training process."""
+    import tensorflow as tf
+
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    return RuntimeResult(
+        runtime="tf", status="ok", version=tf.__version__, exporter="tf.saved_model.save",
+        artifact=str(saved_model), size_mb=size_mb(saved_model) if saved_model.exists() else None,
+        precision_requested=precision, precision=precision, threads=intra or threads(),
+        settings={"compile": "tf.function (serving signature)", "intra_op_threads": intra},
+        inference=inference, accuracy=score(tf_outputs, tf_outputs, ground_truth, score_threshold),
+    )

@@ -1,0 +1,118 @@
+"""`infer RUN_DIR`: a finished run's fine-tuned model timed again, on any runtime, without retraining.
+
+The run folder holds the model (model.keras for classification, the SavedModel for detection) and
+result.json; the test split is read again with the run's own settings. tf is timed again in this
+process as the reference; the new rows replace that runtime's earlier rows in inference.runtimes,
+and `inference` itself (the run's original tf figures) is left as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from pathlib import Path
+from typing import Callable
+
+from l40sbench.errors import UserError
+
+Log = Callable[[str], None]
+Save = Callable[[dict], None]
+
+
+def config_from_record(cls, values: dict):
+    """A run config rebuilt from the `config` a record holds (lists back to tuples, folders back to paths)."""
+    fields = {field.name for field in dataclasses.fields(cls)}
+    kept = {}
+    for key, value in values.items():
+        if key not in fields:
+            continue
+        if isinstance(value, list):
+            value = tuple(value)
+        if key in ("output_dir", "tfds_data_dir", "export") and value is not None:
+            value = Path(value)
+        if key == "data" and value is not None and not str(value).startswith("tfds:"):
+            value = Path(value)
+        kept[key] = value
+    try:
+        return cls(**kept)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"the run's settings cannot be read back: {exc}") from None
+
+
+def read_run(run_dir: Path) -> dict:
+    """The finished classify or detect record in run_dir.
+
+    Raises:
+      UserError: no result.json, not a run of a pipeline, or not finished.
+    """
+    from l40sbench.report.inputs import read_result_file
+
+    if not run_dir.is_dir():
+        raise UserError(f"run folder not found: {run_dir}")
+    path = run_dir / "result.json"
+    if not path.is_file():
+        raise UserError(f"{run_dir} holds no result.json: not a run folder")
+    (record,) = read_result_file(path)[:1]
+    if record["task"] not in ("classify", "detect"):
+        raise UserError(f"{run_dir} is a {record['task']} run; infer takes a classify or detect run")
+    if not record["complete"]:
+        raise UserError(f"{run_dir} holds an unfinished run (complete: false): nothing was fine-tuned to the end")
+    return record
+
+
+def model_path(run_dir: Path, record: dict) -> Path:
+    """Where the run's fine-tuned model is.
+
+    Raises:
+      UserError: the run folder holds none.
+    """
+    if record["task"] == "classify":
+        from l40sbench.classify.runtimes import MODEL_FILE
+
+        path = run_dir / MODEL_FILE
+        found, what = path.is_file(), MODEL_FILE
+    else:
+        from l40sbench.detect.runtimes import SAVED_MODEL_DIR
+
+        path = Path(record["notes"].get("export_dir") or run_dir / SAVED_MODEL_DIR)
+        found, what = (path / "saved_model.pb").is_file(), f"a SavedModel at {path}"
+    if not found:
+        raise UserError(f"{run_dir} holds no fine-tuned model ({what}): it was run before models were kept, "
+                        "or without an output folder")
+    return path
+
+
+def merge(rows: tuple, new_rows: tuple) -> tuple:
+    """Earlier rows of runtimes not run again, then the new rows."""
+    again = {row["runtime"] for row in new_rows}
+    return tuple(row for row in rows if row["runtime"] not in again) + tuple(new_rows)
+
+
+def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, save: Save) -> dict:
+    """Times run_dir's model on `names`; saves the record after each row and returns it."""
+    from l40sbench.runtimes.measure import measure_runtimes
+    from l40sbench.runtimes.registry import resolve
+
+    runtimes = resolve(names)
+    record = read_run(run_dir)
+    model = model_path(run_dir, record)
+    if record["task"] == "classify":
+        from l40sbench.classify.run import infer_setup
+    else:
+        from l40sbench.detect.run import infer_setup
+    reference, work = infer_setup(record, model, log)
+    earlier = tuple((record["inference"] or {}).get("runtimes") or ())
+    notes = dict(record.get("notes") or {})
+    notes["infer_runs"] = list(notes.get("infer_runs") or []) + [{
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runtimes": list(runtimes), "runtime_precision": precision,
+    }]
+
+    def updated(rows) -> dict:
+        as_dicts = tuple(dataclasses.asdict(row) for row in rows)
+        return {**record, "notes": notes, "inference": {**(record["inference"] or {}), "runtimes":
+                                                        list(merge(earlier, as_dicts))}}
+
+    rows = measure_runtimes(runtimes, work, precision, run_dir / "runtimes", reference, log,
+                            lambda rows: save(updated(rows)))
+    return updated(rows)
