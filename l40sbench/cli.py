@@ -430,8 +430,8 @@ def _run_and_report(task: str, config, runner) -> int:
     print()
     runtimes = tables.runtime_table(result)
     if runtimes:
-        print(f"Inference by runtime (batch 1, fastest first; requested precision "
-              f"{result['config'].get('runtime_precision', 'fp32')} for all but tf):")
+        print("Inference by runtime (batch 1, fastest first; precision: what the runtime runs, and what it was "
+              "asked for where that differs):")
         print(runtimes)
         print()
     print(tables.accuracy_lines(result))
@@ -704,8 +704,8 @@ def _cmd_infer(args) -> int:
         _log(f"interrupted{kept}")
         return EXIT_INTERRUPTED
     print()
-    print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; requested "
-          f"precision {args.runtime_precision} for all but tf)")
+    print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; precision: what "
+          "the runtime runs, and what it was asked for where that differs)")
     print(tables.runtime_table(record))
     print(f"results: {saved['path']}")
     return 0

@@ -1,6 +1,8 @@
 """Two sets of results side by side, and whether the new one got worse: pure, no I/O.
 
-Rows are matched on (task, model, batch, devices, precision, image size); a
+Rows are matched on (task, model, batch, devices, precision, image size), and
+a run's inference runtimes each make a row of their own ("classify on
+onnxruntime", at the precision the runtime was asked for); a
 field a record leaves unknown (None, as the studies' records do for image
 size) matches any value. Each timing, rate and accuracy figure of a matched
 pair gets its ratio new / baseline and a verdict:
@@ -68,7 +70,30 @@ def lines(record: dict) -> list[Line]:
             figures[name] = (value, ACCURACY)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _gpus(record), config.get("precision"),
            config.get("image_size"))
-    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures)]
+    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record)]
+
+
+def _runtime_lines(record: dict) -> list[Line]:
+    """One line per inference runtime other than tf (tf's figures are the record's own inference line)."""
+    config, out = record.get("config") or {}, []
+    for row in (record.get("inference") or {}).get("runtimes") or ():
+        if row["runtime"] == "tf":
+            continue
+        inference = row.get("inference") or {}
+        figures = {
+            "inference ms/image": (inference.get("mean_ms"), LOWER),
+            "p50 ms": (inference.get("p50_ms"), LOWER),
+            "p99 ms": (inference.get("p99_ms"), LOWER),
+            "images/s": (inference.get("images_per_second"), HIGHER),
+        }
+        for name in ("test_accuracy", "agreement_with_tf", "map_50_95", "map_50"):
+            value = (row.get("accuracy") or {}).get(name)
+            if isinstance(value, (int, float)):
+                figures[name] = (value, ACCURACY)
+        key = (f"{record.get('task')} on {row['runtime']}", record.get("base"), 1, _gpus(record),
+               row.get("precision_requested"), config.get("image_size"))
+        out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures))
+    return out
 
 
 def _matches(a: tuple, b: tuple) -> bool:

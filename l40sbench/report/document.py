@@ -16,7 +16,8 @@ from l40sbench.core.records import write_atomic
 from l40sbench.report import plots
 from l40sbench.report.inputs import Loaded, machine_labels
 from l40sbench.report.tables import (CLOCK_PER_EPOCH, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
-                                     environment_block, format_duration, markdown_table, wall_epoch_seconds)
+                                     environment_block, format_duration, markdown_table, runtime_cells, runtime_rows,
+                                     wall_epoch_seconds)
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
 
@@ -100,6 +101,32 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
             parts += ["Dashed lines: records that published only a mean (no per-image times to draw).", ""]
     if any(r.get("accuracy") for _, r in runs):
         parts += ["### Accuracy on the test split", "", *_table(runs, ACCURACY_COLUMNS[task])]
+    for index, (label, r) in enumerate(runs, start=1):
+        parts += _runtime_section(task, index, label, r, out)
+    return parts
+
+
+def _runtime_section(task: str, index: int, label: str, record: dict, out: Path) -> list[str]:
+    """One run's inference runtimes: the table, latency bars and the latency distribution per runtime."""
+    headers, body, reasons = runtime_cells(record)
+    if not body:
+        return []
+    title = f"{record['base']} — {label}"
+    parts = [f"### Inference by runtime: {title}", "",
+             "Batch 1, fastest first. The precision column is what each runtime reported it runs, with what it "
+             "was asked for where that differs; tf runs the precision the model was trained in.", "",
+             markdown_table(headers, body), ""]
+    parts += [f"- {reason}" for reason in reasons] + ([""] if reasons else [])
+    timed = [r for r in runtime_rows(record) if (r.get("inference") or {}).get("times_ms")]
+    if timed:
+        bars_name, cdf_name = f"runtimes_{task}_{index}.png", f"runtimes_latency_{task}_{index}.png"
+        plots.runtime_bars([(r["runtime"], r["inference"]["mean_ms"], r["inference"]["p50_ms"],
+                             r["inference"]["p99_ms"], r.get("precision") or "-") for r in timed],
+                           out / bars_name, f"{title}: ms per image by runtime")
+        plots.latency_cdf([(f"{r['runtime']} ({r.get('precision')})", r["inference"]["times_ms"]) for r in timed], [],
+                          out / cdf_name, f"{title}: latency distribution by runtime")
+        parts += [f"![{title}: latency by runtime]({bars_name})", "",
+                  f"![{title}: latency distribution by runtime]({cdf_name})", ""]
     return parts
 
 

@@ -174,3 +174,20 @@ def cost_bars(bars: Sequence[tuple[str, str, float, str]], images: int, path: Pa
     ax.set_xlabel(f"cost of {images:,} images ({', '.join(signs)})")
     ax.set_title(f"Cost per {images:,} images, by model and offer")
     return _save(fig, path)
+
+
+def runtime_bars(bars: Sequence[tuple[str, float, float, float, str]], path: Path, title: str) -> Path:
+    """Mean latency per runtime, fastest first, with a whisker from p50 to p99.
+
+    bars: (runtime, mean ms, p50 ms, p99 ms, effective precision).
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(bars)), 4.5))
+    for index, (runtime, mean, p50, p99, precision) in enumerate(bars):
+        ax.bar(index, mean, 0.6, color=f"C{index % 10}", label=f"{runtime}: {mean:.3g} ms ({precision})")
+        ax.plot([index, index], [p50, p99], color="black", linewidth=1.2)
+    ax.set_xticks(range(len(bars)), [b[0] for b in bars])
+    ax.set_ylabel("ms per image (bar: mean; line: p50 to p99)")
+    ax.set_title(title)
+    ax.legend(fontsize="x-small")
+    return _save(fig, path)

@@ -203,23 +203,37 @@ def _runtime_accuracy(task: str, accuracy: dict) -> tuple[str, str]:
     return _number(accuracy.get("test_accuracy")), "-" if agree is None else f"{agree:.1%}"
 
 
-def runtime_table(result: dict) -> str:
-    """One line per runtime, fastest first, with its ratio to tf; empty when only tf's old probe ran."""
+def _runtime_precision(row: dict) -> str:
+    """What the runtime runs, and what it was asked for where that differs."""
+    effective, asked = row.get("precision") or "-", row.get("precision_requested")
+    return effective if not asked or asked == effective else f"{effective} (asked {asked})"
+
+
+RUNTIME_HEADERS = ("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "p50 ms", "p99 ms",
+                   "images/s", "vs tf")
+
+
+def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]]:
+    """(headers, one row per runtime fastest first with its ratio to tf, the reasons of rows not ok)."""
     rows = runtime_rows(result)
-    if not rows:
-        return ""
     tf_ms = next((r["inference"]["mean_ms"] for r in rows if r["runtime"] == "tf" and r.get("inference")), None)
     lines = []
     for r in rows:
         inf = r.get("inference") or {}
         accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
         speedup = tf_ms / inf["mean_ms"] if tf_ms and inf.get("mean_ms") else None
-        lines.append((r["runtime"], r["status"], r.get("precision") or "-", r.get("threads") or "-",
+        lines.append((r["runtime"], r["status"], _runtime_precision(r), r.get("threads") or "-",
                       _number(r.get("size_mb"), 1), _number(r.get("export_seconds"), 1), _number(inf.get("mean_ms")),
                       _number(inf.get("p50_ms")), _number(inf.get("p99_ms")), _number(inf.get("images_per_second")),
                       "-" if speedup is None else f"{speedup:.2f}x", accuracy, agreement))
     accuracy_name = "mAP .5:.95 / .5" if result["task"] == "detect" else "test acc"
-    table = format_table(("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "p50 ms",
-                          "p99 ms", "images/s", "vs tf", accuracy_name, "agreement with tf"), lines)
-    reasons = [f"  {r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
-    return "\n".join([table, *reasons])
+    reasons = [f"{r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
+    return (*RUNTIME_HEADERS, accuracy_name, "agreement with tf"), lines, reasons
+
+
+def runtime_table(result: dict) -> str:
+    """One line per runtime, fastest first, with its ratio to tf; empty when only tf's old probe ran."""
+    headers, lines, reasons = runtime_cells(result)
+    if not lines:
+        return ""
+    return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])
