@@ -22,7 +22,11 @@ TRAIN = {"epochs": "int", "epoch_seconds": "numbers", "total_seconds": "number?"
          "steady_epoch_seconds": "number?", "~batch_size": "int?", "~wall_seconds": "number?",
          "~wall_seconds_at_epoch": "numbers", "~test_metric_per_epoch": "numbers", "~loss_per_epoch": "numbers"}
 INFERENCE = {"mean_ms": "number?", "images_per_second": "number?", "~images_timed": "int", "~p50_ms": "number?",
-             "~p90_ms": "number?", "~p99_ms": "number?", "~times_ms": "numbers", "~stages_mean_ms": "dict"}
+             "~p90_ms": "number?", "~p99_ms": "number?", "~times_ms": "numbers", "~stages_mean_ms": "dict",
+             "~runtimes": "list"}
+RUNTIME = {"runtime": "str", "status": "str", "~reason": "str", "~precision": "str", "~precision_requested": "str",
+           "~size_mb": "number?", "~export_seconds": "number?", "~threads": "int?", "inference": "dict?",
+           "~accuracy": "dict"}
 SWEEP = {"config": "dict", "env": "dict", "rows": "list", "~complete": "bool"}
 ROW = {"model": "str", "per_device_batch": "int", "devices": "int", "status": "str", "~mode": "str",
        "~precision": "str?", "~device_kind": "str", "images_per_second": "number?", "~step_ms_mean": "number?"}
@@ -78,6 +82,11 @@ def check_record(record: Any) -> None:
     _check_fields(record["train"], TRAIN, "train")
     if record["inference"] is not None:
         _check_fields(record["inference"], INFERENCE, "inference")
+        for index, row in enumerate(record["inference"].get("runtimes") or ()):
+            where = f"inference.runtimes[{index}]"
+            _check_fields(row, RUNTIME, where)
+            if row["inference"] is not None:
+                _check_fields(row["inference"], INFERENCE, f"{where}.inference")
     for name, value in record["accuracy"].items():
         if value is not None and not isinstance(value, (int, float, dict)) or isinstance(value, bool):
             raise ValueError(f"accuracy.{name} is {value!r:.40}, not a number")

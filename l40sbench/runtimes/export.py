@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ONNX_OPSET = 17
+CONVERTER_TIMEOUT_S = 1800.0  # a converter still working after this is given up on
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,10 @@ def _tf2onnx(saved_model: Path, signature: str, path: Path) -> None:
     """tf2onnx's own command line, in a child process: a converter crash costs only this row."""
     command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", str(saved_model), "--signature_def",
                signature, "--opset", str(ONNX_OPSET), "--output", str(path)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=CONVERTER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"tf2onnx did not finish within {CONVERTER_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
         errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
         raise RuntimeError((errors or done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1])

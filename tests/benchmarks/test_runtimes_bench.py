@@ -1,0 +1,52 @@
+"""Each inference runtime's probe against a bare loop of the same call.
+
+The classifier `classify` fine-tunes (vgg19 at 64 px, random weights) is exported once per runtime with
+the product's exporter and loaded with the product's loader, in this process: the gate is on what the
+probe adds to each runtime's own call, which must stay invisible however fast the runtime is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from l40sbench.core.timing import probe_latency
+from l40sbench.runtimes.registry import RUNTIMES
+from tests.benchmarks.conftest import RATIO_BOUND, References, record_gate, run_pedantic
+
+SIZE = 64
+RUNTIME_NAMES = ("savedmodel", "onnxruntime", "openvino", "litert")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.run import _compiled_model
+
+    model, _ = _compiled_model(ClassifyConfig(base="vgg19", image_size=SIZE, weights="none", seed=0), SIZE, 2, print)
+    return model, tmp_path_factory.mktemp("exported")
+
+
+@pytest.mark.parametrize("runtime", RUNTIME_NAMES)
+def test_probe_over_each_runtimes_bare_call(benchmark, exported, runtime):
+    from l40sbench.runtimes.export import export_keras
+    from l40sbench.runtimes.forward import load
+    from l40sbench.runtimes.measure import threads
+
+    missing = RUNTIMES.get(runtime).missing()
+    assert not missing, f"the [runtimes] extra is not installed: {missing}"
+    model, folder = exported
+    artifact = export_keras(model, runtime, "fp32", folder / runtime)
+    call = load(runtime, artifact.path, "fp32", threads(), artifact.precision).call
+    test = [image[None] for image in np.random.default_rng(0).integers(0, 256, (21, SIZE, SIZE, 3), dtype=np.uint8)]
+
+    def bare_loop():
+        for image in test[1:]:
+            call(image)
+
+    references = References(warmup_rounds=2, bare_loop=bare_loop)
+    probe = run_pedantic(benchmark, lambda: probe_latency(call, test), references, rounds=15)
+    if probe is not None:
+        ratio = (probe * 20 / 21) / references.median("bare_loop")  # 21 calls against 20: per image
+        record_gate(benchmark, f"probe_over_bare_loop_{runtime}", ratio, maximum=RATIO_BOUND,
+                    minimum=1 / RATIO_BOUND, what=f"latency probe / bare loop over the same {runtime} call, per image")
