@@ -42,15 +42,19 @@ def load(runtime: str, path: Path, precision: str, threads: int, file_precision:
 def _savedmodel(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    except RuntimeError:  # TensorFlow already ran in this process (not so in the timing child): it keeps its pool
+        pass
+    intra = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, one per core
     signature = tf.saved_model.load(str(path)).signatures["serving_default"]
     (name,) = signature.structured_input_signature[1]
 
     def call(image: np.ndarray) -> dict:
         return {key: value.numpy() for key, value in signature(**{name: tf.convert_to_tensor(image)}).items()}
 
-    return Loaded(call, file_precision, threads, tf.__version__, {"signature": "serving_default",
-                                                                  "intra_op_threads": threads})
+    return Loaded(call, file_precision, intra or threads, tf.__version__, {"signature": "serving_default",
+                                                                          "intra_op_threads": intra})
 
 
 def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
