@@ -2,7 +2,7 @@
 
 One process, one model (random weights: speed does not depend on them), every runtime exported by the
 product (l40sbench.runtimes.export) and loaded by the product (l40sbench.runtimes.forward), then:
-- per-image latency on every runtime in rotation (probe_interleaved: drift falls on all alike),
+- per-image latency, each runtime alone in turn, in rounds (drift falls on all alike),
   with fp32 asked everywhere, plus OpenVINO at bf16 (its silent default on a CPU with AVX512-BF16);
 - utilisation: forward GFLOP x images/s over the float32 matmul peak measured in the same run;
 - the probe over each runtime's bare loop of the same call (what the probe adds);
@@ -62,14 +62,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--base", default="xception")
     parser.add_argument("--size", type=int, default=299)
-    parser.add_argument("--images", type=int, default=40, help="timed images per runtime (after 3 warm-up)")
+    parser.add_argument("--images", type=int, default=20, help="timed images per runtime and round (after 3 warm-up)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every runtime in turn")
     parser.add_argument("--repeats", type=int, default=5, help="probe / bare-loop pairs per runtime")
     args = parser.parse_args()
 
     from l40sbench import peak
     from l40sbench.classify.config import ClassifyConfig
     from l40sbench.classify.run import _compiled_model, make_forward
-    from l40sbench.core.timing import probe_interleaved, probe_latency
+    from l40sbench.core.stats import summarize
+    from l40sbench.core.timing import probe_latency
     from l40sbench.flops import forward_gflops
     from l40sbench.runtimes.export import export_keras
     from l40sbench.runtimes.forward import load
@@ -80,7 +82,8 @@ def main() -> int:
                                args.size, 2, print)
     gflops = forward_gflops(model, args.size, "uint8")
     artifacts = {name: export_keras(model, name, "fp32", folder / name) for name in RUNTIMES}
-    calls = {"tf": make_forward(model, args.size, xla=False)}
+    forward = make_forward(model, args.size, xla=False)  # takes one image and adds the batch axis itself
+    calls = {"tf": lambda image: forward(image[0])}
     precisions = {"tf": "fp32"}
     for name, artifact in artifacts.items():
         loaded = load(name, artifact.path, "fp32", threads(), artifact.precision)
@@ -91,10 +94,18 @@ def main() -> int:
     print("measuring the peak ...", file=sys.stderr)
     device_peak = peak.measure_env()
     _, fp32_peak = peak.peak_for(device_peak, "fp32")
+    _, bf16_peak = peak.peak_for(device_peak, "mixed_bfloat16")
     images = [image[None] for image in
               np.random.default_rng(0).integers(0, 256, (args.images + 3, args.size, args.size, 3), dtype=np.uint8)]
-    print("latency on every runtime in rotation ...", file=sys.stderr)
-    stats = probe_interleaved(calls, images, warmup=3)
+    print("latency, each runtime alone in turn, rounds in rotation ...", file=sys.stderr)
+    # Blocks, not image-by-image rotation: a runtime's thread pool spins on after its call and would
+    # steal the next runtime's cores (OpenVINO measured 59 ms rotated against 39 ms alone). The product
+    # times each runtime alone in its own child; rounds spread drift over all of them.
+    times: dict = {name: [] for name in calls}
+    for _ in range(args.rounds):
+        for name, call in calls.items():
+            times[name] += list(probe_latency(call, images, warmup=3).times_ms)
+    stats = {name: summarize([t / 1000 for t in ms]) for name, ms in times.items()}
 
     print("probe over bare loop, per runtime ...", file=sys.stderr)
     overhead = {}
@@ -127,7 +138,9 @@ def main() -> int:
         rows.append({
             "runtime": name, "precision": precisions[name], "mean_ms": stat.mean_ms, "p50_ms": stat.p50_ms,
             "p99_ms": stat.p99_ms, "images_per_second": rate, "vs_tf": stats["tf"].mean_ms / stat.mean_ms,
-            "achieved_gflops": gflops * rate, "fraction_of_fp32_peak": gflops * rate / fp32_peak,
+            "achieved_gflops": gflops * rate,
+            "fraction_of_peak": gflops * rate / (bf16_peak if precisions[name] == "bf16" else fp32_peak),
+            "peak": "bfloat16" if precisions[name] == "bf16" else "float32",
             "probe_over_bare_loop": overhead[name],
             "export_seconds": artifacts[name].export_seconds if name in artifacts else None,
             "size_mb": artifacts[name].size_mb if name in artifacts else None,
@@ -140,12 +153,12 @@ def main() -> int:
     shutil.rmtree(folder, ignore_errors=True)
 
     print(f"{args.base} {args.size}px batch 1, {threads()} threads, {gflops:.2f} GFLOP/image, "
-          f"fp32 peak {fp32_peak:.1f} GFLOP/s")
-    print("| runtime | precision | mean ms | p50 ms | p99 ms | images/s | vs tf | % of fp32 peak | probe / bare |")
+          f"peaks float32 {fp32_peak:.1f}, bfloat16 {bf16_peak:.1f} GFLOP/s")
+    print("| runtime | precision | mean ms | p50 ms | p99 ms | images/s | vs tf | % of peak | probe / bare |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: r["mean_ms"]):
         print(f"| {r['runtime']} | {r['precision']} | {r['mean_ms']:.2f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
-              f"{r['images_per_second']:.2f} | {r['vs_tf']:.2f}x | {100 * r['fraction_of_fp32_peak']:.1f} % | "
+              f"{r['images_per_second']:.2f} | {r['vs_tf']:.2f}x | {100 * r['fraction_of_peak']:.1f} % of {r['peak']} | "
               f"{r['probe_over_bare_loop']:.3f} |")
     for name in own:
         print(f"{name}: suite p50 {suite_again[name]:.2f} ms, own tool median {own[name]:.2f} ms, "
