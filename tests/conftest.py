@@ -120,7 +120,8 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
 
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory):
-    """Real result folders from tiny runs, made once: two classify bases and one detector."""
+    """Real result folders from tiny runs, made once: two classify bases and one detector (also timed on the
+    reloaded SavedModel, so reports draw a runtime comparison)."""
     from l40sbench import cli
 
     root = tmp_path_factory.mktemp("runs")
@@ -130,7 +131,7 @@ def tiny_runs(tmp_path_factory):
         "xception": ["classify", "--base", "xception", "--image-size", "71", "--limit", "8", "--batch-size", "4",
                      "--epochs", "2", "--weights", "none"],
         "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
-                             "--batch-size", "2", "--epochs", "2"],
+                             "--batch-size", "2", "--epochs", "2", "--runtimes", "savedmodel"],
     }
     for name, args in runs.items():
         assert cli.main([*args, "--output-dir", str(root / name)]) == 0, name

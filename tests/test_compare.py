@@ -130,3 +130,31 @@ def test_a_record_with_the_right_tag_and_wrong_contents_is_one_line(tiny_runs, t
                  ("cost", "--results", bad, "--price", "1")):
         assert_one_line_exit_2(run_cli(*args), fragment)
     assert not (tmp_path / "report").exists()
+
+
+def _runtime_row(runtime: str, mean_ms: float, status: str = "ok") -> dict:
+    inference = None if status != "ok" else {"mean_ms": mean_ms, "p50_ms": mean_ms, "p99_ms": mean_ms,
+                                             "images_per_second": 1000 / mean_ms}
+    return {"runtime": runtime, "status": status, "precision_requested": "fp32", "inference": inference,
+            "accuracy": {"test_accuracy": 0.5, "agreement_with_tf": 1.0} if inference else {}}
+
+
+def test_compare_names_the_runtime_whose_latency_grew(tiny_runs, tmp_path):
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    base, new = json.loads(json.dumps(record)), json.loads(json.dumps(record))
+    base["inference"]["runtimes"] = [_runtime_row("onnxruntime", 4.0), _runtime_row("litert", 3.0),
+                                     _runtime_row("openvino", 2.0)]
+    new["inference"]["runtimes"] = [_runtime_row("onnxruntime", 6.0), _runtime_row("litert", 3.0),
+                                    _runtime_row("openvino", 0, status="failed")]
+    result = compare.compare([base], [new])
+    regressed = {(row.line.split(" vgg19")[0], row.figure) for row in result.regressions}
+    assert ("classify on onnxruntime", "inference ms/image") in regressed
+    assert ("classify on onnxruntime", "images/s") in regressed
+    assert ("classify on openvino", "status") in regressed
+    assert not any(line.startswith("classify on litert") for line, _ in regressed)
+    paths = []
+    for name, value in (("base", base), ("new", new)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(value))
+    done = run_cli("compare", *paths)
+    assert done.returncode == 1 and "classify on onnxruntime" in done.stdout

@@ -50,6 +50,8 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
     detect = _row(text, "ssd_resnet50_fpn", "## Object detection")
     assert detect[2] == "2" and detect[10:12] == ["200", "25m59.613s"]
     assert "### Accuracy on the test split" in text and "mAP@[.5:.95]" in text
+    assert "### Inference by runtime: ssd_resnet50_fpn" in text and "| savedmodel " in text
+    assert "### Inference by runtime: vgg19" not in text  # tf alone: nothing to compare
     for heading in ("## Inputs", "## Machines", "Peak (same run)", "## Synthetic throughput (images/s)",
                     "## Cost per N images"):
         assert heading in text
@@ -58,7 +60,8 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
 def test_every_plot_is_a_valid_image_of_plausible_size(report):
     out, text = report
     expected = {"epoch_times_classify.png", "epoch_times_detect.png", "latency_classify.png", "latency_detect.png",
-                "throughput_vs_batch.png", "throughput_vs_devices.png", "cost.png"}
+                "throughput_vs_batch.png", "throughput_vs_devices.png", "cost.png",
+                "runtimes_detect_1.png", "runtimes_latency_detect_1.png"}  # only the detector ran a second runtime
     assert {p.name for p in out.glob("*.png")} == expected
     for name in expected:
         assert f"]({name})" in text, name

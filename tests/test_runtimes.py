@@ -169,22 +169,25 @@ def test_infer_rows_replace_that_runtimes_earlier_rows():
                                    {"runtime": "litert", "v": 2})
 
 
-def test_detection_on_every_runtime_each_row_ok_or_saying_why(tmp_path, capsys):
-    """ssd_resnet50_fpn's SavedModel converted by each library; every row is timed and agrees, or says why not
-    (OpenVINO 2026.4 crashes on this detector's second image size: that row is 'failed', the run goes on)."""
+def test_detection_on_every_runtime_each_row_ok_or_saying_why(tiny_runs, tmp_path, capsys):
+    """The tiny detector's SavedModel converted by each library through `infer` (its run already timed
+    savedmodel); every row is timed and agrees with tf, or says why not (OpenVINO 2026.4 crashes inside infer
+    on some inputs of this detector: that row is 'failed', and the command goes on and exits 0)."""
+    import shutil
+
     out = tmp_path / "run"
-    code = cli.main(["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "3", "--batch-size",
-                     "2", "--epochs", "1", "--runtimes", "all", "--output-dir", str(out)])
+    shutil.copytree(tiny_runs["ssd_resnet50_fpn"], out)  # the session's folder stays as the report tests read it
+    ran = json.loads((out / "result.json").read_text())
+    assert _rows(ran)["savedmodel"]["status"] == "ok"  # the run's own --runtimes savedmodel
+    assert cli.main(["infer", str(out), "--runtimes", "onnxruntime,openvino,litert"]) == 0
     printed = capsys.readouterr().out
-    assert code == 0
     result = json.loads((out / "result.json").read_text())
     rows = _rows(result)
-    assert list(rows) == ["tf", *OTHERS]
-    assert (out / "saved_model" / "saved_model.pb").is_file()
+    assert list(rows) == ["savedmodel", "tf", "onnxruntime", "openvino", "litert"]
+    assert rows["savedmodel"] == _rows(ran)["savedmodel"]  # kept from the run, not run again
     timed = result["dataset"]["test_images"] - result["config"]["warmup"]
     for name, row in rows.items():
         assert row["status"] in ("ok", "failed", "export-failed"), (name, row["status"], row["reason"])
-        assert name in printed
         if row["status"] != "ok":
             assert row["reason"] and row["reason"] in printed and row["inference"] is None
             continue
@@ -193,6 +196,6 @@ def test_detection_on_every_runtime_each_row_ok_or_saying_why(tmp_path, capsys):
         assert accuracy["map_50_95"] == pytest.approx(rows["tf"]["accuracy"]["map_50_95"], abs=0.01), name
         assert accuracy["detections"] == accuracy["tf_detections"] == rows["tf"]["accuracy"]["detections"]
         if accuracy["tf_detections"]:
-            assert accuracy["matched_share"] == 1.0 and accuracy["mean_iou_vs_tf"] > 0.99, name
+            assert accuracy["matched_share"] > 0.95 and accuracy["mean_iou_vs_tf"] > 0.95, name
             assert accuracy["mean_score_diff_vs_tf"] < 1e-3, name
-    assert [n for n, r in rows.items() if r["status"] == "ok"][:2] == ["tf", "savedmodel"]
+    assert rows["tf"]["status"] == "ok" and rows["litert"]["status"] == "ok"

@@ -232,8 +232,8 @@ def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]
 
 
 def runtime_table(result: dict) -> str:
-    """One line per runtime, fastest first, with its ratio to tf; empty when only tf's old probe ran."""
+    """One line per runtime, fastest first, with its ratio to tf; empty when tf alone ran."""
     headers, lines, reasons = runtime_cells(result)
-    if not lines:
+    if len(lines) < 2:
         return ""
     return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])

@@ -74,7 +74,10 @@ def model_path(run_dir: Path, record: dict) -> Path:
     else:
         from l40sbench.detect.runtimes import SAVED_MODEL_DIR
 
-        path = Path(record["notes"].get("export_dir") or run_dir / SAVED_MODEL_DIR)
+        # The run folder's own copy first: the folder may have moved since export_dir was written.
+        candidates = [run_dir / SAVED_MODEL_DIR] + ([Path(record["notes"]["export_dir"])]
+                                                    if record["notes"].get("export_dir") else [])
+        path = next((c for c in candidates if (c / "saved_model.pb").is_file()), candidates[-1])
         found, what = (path / "saved_model.pb").is_file(), f"a SavedModel at {path}"
     if not found:
         raise UserError(f"{run_dir} holds no fine-tuned model ({what}): it was run before models were kept, "

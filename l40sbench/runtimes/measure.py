@@ -116,8 +116,11 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
         status, reason = "unsupported-precision", f"asked for {precision}; {runtime} runs {timing['precision']} here"
     if workload.mismatch(accuracy, reference_accuracy):
         status, reason = "accuracy-mismatch", "less accurate than tf beyond the bound"
+    effective = timing["precision"]
+    if workload.trained_precision != "fp32":  # the exported graph keeps the casts of the policy it was trained in
+        effective = f"{effective} (graph trained {workload.trained_precision}, its casts exported)"
     return RuntimeResult(**base, status=status, reason=reason, version=timing["version"],
-                         precision=timing["precision"], threads=timing["threads"], settings=timing["settings"],
+                         precision=effective, threads=timing["threads"], settings=timing["settings"],
                          load_seconds=timing["load_seconds"],
                          inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
                          accuracy=accuracy)
