@@ -413,8 +413,13 @@ def _run_and_report(task: str, config, runner) -> int:
         result = runner(config, log=_log, save=save).to_dict()
     except KeyboardInterrupt:
         if "path" in saved:
-            epochs = saved["record"]["train"]["epochs"]
-            _log(f"interrupted: {epochs} finished epoch(s) kept in {saved['path']} (complete: false)")
+            record = saved["record"]
+            rows = len((record.get("inference") or {}).get("runtimes") or ())
+            if record.get("complete") and rows:  # training and tf's probe were done: a runtime was stopped
+                _log(f"interrupted: the run and {rows} runtime row(s) kept in {saved['path']}")
+            else:
+                _log(f"interrupted: {record['train']['epochs']} finished epoch(s) kept in {saved['path']} "
+                     "(complete: false)")
         else:
             _log("interrupted before anything was measured")
         return EXIT_INTERRUPTED

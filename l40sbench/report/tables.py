@@ -205,7 +205,9 @@ def _runtime_accuracy(task: str, accuracy: dict) -> tuple[str, str]:
 
 def _runtime_precision(row: dict) -> str:
     """What the runtime runs, and what it was asked for where that differs."""
-    effective, asked = row.get("precision") or "-", row.get("precision_requested")
+    effective, asked = row.get("precision"), row.get("precision_requested")
+    if not effective:  # never ran
+        return "-"
     return effective if not asked or asked == effective else f"{effective} (asked {asked})"
 
 
