@@ -12,8 +12,8 @@ import numpy as np
 
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.runtimes import agreement
-from l40sbench.runtimes.export import export_keras, size_mb
-from l40sbench.runtimes.measure import Workload, threads
+from l40sbench.runtimes.export import export_keras
+from l40sbench.runtimes.measure import Workload, tf_row
 
 MODEL_FILE = "model.keras"
 ACCURACY_BOUND = 0.01  # a runtime more than 1 point less accurate than tf is an accuracy-mismatch
@@ -38,13 +38,5 @@ def workload(model, test_images: np.ndarray, labels: np.ndarray, tf_probabilitie
 def reference_row(inference: InferenceResult, tf_probabilities: np.ndarray, labels: np.ndarray, model_file: Path,
                   precision: str, xla: bool) -> RuntimeResult:
     """The tf row: the run's own probe, in the training process."""
-    import tensorflow as tf
-
-    intra = tf.config.threading.get_intra_op_parallelism_threads()
-    return RuntimeResult(
-        runtime="tf", status="ok", version=tf.__version__, exporter="keras Model.save",
-        artifact=str(model_file), size_mb=size_mb(model_file) if model_file.exists() else None,
-        precision_requested=precision, precision=precision, threads=intra or threads(),
-        settings={"compile": "tf.function" + (" (XLA)" if xla else ""), "intra_op_threads": intra},
-        inference=inference, accuracy=agreement.classification(tf_probabilities, tf_probabilities, labels),
-    )
+    return tf_row(inference, model_file, "keras Model.save", precision, "tf.function" + (" (XLA)" if xla else ""),
+                  agreement.classification(tf_probabilities, tf_probabilities, labels))

@@ -38,6 +38,19 @@ class Outcome:
     enforcement: str
 
 
+def first_line(text: object) -> str:
+    """The first non-blank line of a message, at most 300 characters ("" when there is none)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def error_line(outcome: Outcome) -> str | None:
+    """The error a child died of: its last 'SomethingError: ...' line on stderr, None when it printed none."""
+    lines = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line.split(":", 1)[0]]
+    return first_line(errors[-1]) if errors else None
+
+
 def resident_mb(pid: int) -> float | None:
     """The process's resident set (VmRSS) in MiB, None once it is gone."""
     try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -357,8 +357,8 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     save(result.to_dict())
     if config.output_dir is None:
         return result
-    reference = det_runtimes.reference_row(inference, probed.tf_outputs, probed.ground_truth, saved_model,
-                                           config.precision, config.score_threshold)
+    reference = det_runtimes.reference_row(inference, probed.tf_outputs, accuracy, saved_model, config.precision,
+                                           config.score_threshold)
     work = det_runtimes.workload(saved_model, probed.images, probed.tf_outputs, probed.ground_truth,
                                  config.score_threshold, config.warmup, config.precision)
 
@@ -392,7 +392,8 @@ def infer_setup(record: dict, saved_model: Path, log: Log):
     tf_outputs = stack_outputs(outputs)
     ground_truth = coco_ground_truth(test, classes)
     inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
-    reference = det_runtimes.reference_row(inference, tf_outputs, ground_truth, saved_model, config.precision,
+    accuracy = evaluate(ground_truth, coco_detections(tf_outputs, config.score_threshold))
+    reference = det_runtimes.reference_row(inference, tf_outputs, accuracy, saved_model, config.precision,
                                            config.score_threshold)
     return reference, det_runtimes.workload(saved_model, images, tf_outputs, ground_truth, config.score_threshold,
                                             config.warmup, config.precision)

@@ -14,8 +14,8 @@ import numpy as np
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.detect.evaluate import evaluate, to_coco_detections
 from l40sbench.runtimes import agreement
-from l40sbench.runtimes.export import convert_saved_model, size_mb
-from l40sbench.runtimes.measure import Workload, threads
+from l40sbench.runtimes.export import convert_saved_model
+from l40sbench.runtimes.measure import Workload, tf_row
 
 SAVED_MODEL_DIR = "saved_model"
 MAP_BOUND = 0.01  # a runtime whose mAP@.5:.95 is more than this below tf's is an accuracy-mismatch
@@ -55,16 +55,10 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
     )
 
 
-def reference_row(inference: InferenceResult, tf_outputs: dict, ground_truth: dict, saved_model: Path,
+def reference_row(inference: InferenceResult, tf_outputs: dict, accuracy: dict, saved_model: Path,
                   precision: str, score_threshold: float) -> RuntimeResult:
-    """The tf row: the run's own probe of the serving signature, in the training process."""
-    import tensorflow as tf
-
-    intra = tf.config.threading.get_intra_op_parallelism_threads()
-    return RuntimeResult(
-        runtime="tf", status="ok", version=tf.__version__, exporter="tf.saved_model.save",
-        artifact=str(saved_model), size_mb=size_mb(saved_model) if saved_model.exists() else None,
-        precision_requested=precision, precision=precision, threads=intra or threads(),
-        settings={"compile": "tf.function (serving signature)", "intra_op_threads": intra},
-        inference=inference, accuracy=score(tf_outputs, tf_outputs, ground_truth, score_threshold),
-    )
+    """The tf row: the probe of the serving signature, with tf's mAP (`accuracy`, already scored) beside
+    its agreement with itself."""
+    images = len(tf_outputs["num_detections"])
+    return tf_row(inference, saved_model, "tf.saved_model.save", precision, "tf.function (serving signature)",
+                  {**accuracy, **agreement.detection(tf_outputs, tf_outputs, images, score_threshold)})

@@ -51,19 +51,13 @@ def threads() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def first_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0][:300] if lines else "no message"
-
-
 def _crash_reason(runtime: str, outcome: child.Outcome) -> str:
     if outcome.timed_out:
         return f"the {runtime} child did not finish within {CHILD_TIMEOUT_S:.0f} s"
     if outcome.returncode is not None and outcome.returncode < 0:
         name = signal.Signals(-outcome.returncode).name
         return f"the {runtime} child crashed ({name}) while loading or running the model"
-    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
-    return (lines[-1].strip()[:300] if lines else f"the {runtime} child exited {outcome.returncode}")
+    return child.error_line(outcome) or f"the {runtime} child exited {outcome.returncode}"
 
 
 def _unsupported(runtime: str, precision: str, trained_precision: str) -> str | None:
@@ -91,7 +85,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     try:
         artifact = workload.export(runtime, precision, folder)
     except Exception as exc:  # a converter's error of any kind costs this row only
-        return RuntimeResult(**base, status="export-failed", reason=f"{type(exc).__name__}: {first_line(exc)}")
+        return RuntimeResult(**base, status="export-failed", reason=f"{type(exc).__name__}: {child.first_line(exc)}")
     base.update(exporter=artifact.exporter, artifact=str(artifact.path), export_seconds=artifact.export_seconds,
                 size_mb=artifact.size_mb)
     log(f"runtime {runtime}: exported in {artifact.export_seconds:.1f} s ({artifact.size_mb:.1f} MB); timing "
@@ -147,6 +141,22 @@ def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str,
     finally:
         inputs.unlink(missing_ok=True)
     return rows
+
+
+def tf_row(inference: InferenceResult, artifact: Path, exporter: str, precision: str, compile_mode: str,
+           accuracy: dict) -> RuntimeResult:
+    """The reference row: the run's own probe on TensorFlow, in the process that holds the model."""
+    import tensorflow as tf
+
+    from l40sbench.runtimes.export import size_mb
+
+    intra = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, one per core
+    return RuntimeResult(
+        runtime=REFERENCE, status="ok", version=tf.__version__, exporter=exporter, artifact=str(artifact),
+        size_mb=size_mb(artifact) if artifact.exists() else None, precision_requested=precision,
+        precision=precision, threads=intra or threads(),
+        settings={"compile": compile_mode, "intra_op_threads": intra}, inference=inference, accuracy=accuracy,
+    )
 
 
 def describe(row: RuntimeResult, reference: RuntimeResult | None = None) -> str:

@@ -26,7 +26,7 @@ from l40sbench.peak import peak_for, utilisation
 from l40sbench.core import child
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
-from l40sbench.synthetic.worker import ROW_MARKER, first_line
+from l40sbench.synthetic.worker import ROW_MARKER
 
 ROWS_FILE = "rows.jsonl"
 SWEEP_FILE = "sweep.json"
@@ -114,10 +114,9 @@ def _child_result(outcome: child.Outcome) -> dict | None:
 
 def _crash_line(outcome: child.Outcome) -> str:
     """The first line of the error a child died of: its last 'SomethingError: ...' line, else its exit."""
-    lines = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if "Error" in line.split(":", 1)[0]]
-    if errors:
-        return first_line(errors[-1])
+    error = child.error_line(outcome)
+    if error:
+        return error
     code = outcome.returncode
     return f"child exited with {'signal ' + str(-code) if code and code < 0 else 'code ' + str(code)}"
 

@@ -19,6 +19,7 @@ import resource
 import sys
 import time
 
+from l40sbench.core.child import first_line
 from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
 
 ROW_MARKER = "L40SBENCH-ROW "
@@ -196,11 +197,6 @@ def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError)) or "OOM" in str(exc).split("\n")[0]:
         return True
     return isinstance(exc, tf.errors.InternalError) and any(mark in str(exc) for mark in GPU_ALLOCATION_FAILURES)
-
-
-def first_line(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
 
 
 def job_main(job: Job) -> Row:

@@ -96,6 +96,24 @@ def record_gate(benchmark, name: str, value: float, *, what: str, maximum: float
     }
 
 
+def gate_probe_over_bare_loop(benchmark, call: Callable, images, name: str, what: str) -> None:
+    """Times the latency probe over `images` (the first is its warm-up) against a bare loop of the same
+    call over the timed ones, in turn, and gates the per-image ratio within RATIO_BOUND either way."""
+    from l40sbench.core.timing import probe_latency
+
+    def bare_loop():
+        for image in images[1:]:
+            call(image)
+
+    references = References(warmup_rounds=2, bare_loop=bare_loop)
+    probe = run_pedantic(benchmark, lambda: probe_latency(call, images), references, rounds=15)
+    if probe is not None:
+        # The probe makes one call more than the bare loop (its warm-up): compare per timed image.
+        timed = len(images) - 1
+        ratio = (probe * timed / len(images)) / references.median("bare_loop")
+        record_gate(benchmark, name, ratio, maximum=RATIO_BOUND, minimum=1 / RATIO_BOUND, what=what)
+
+
 @pytest.fixture(scope="session")
 def conv_kernel():
     """The peak measurement's 3x3 convolution (l40sbench.peak), compiled once, its output read on the host."""

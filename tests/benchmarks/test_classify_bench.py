@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from l40sbench.classify.run import _epoch_callback, make_forward
-from l40sbench.core.timing import EpochClock, probe_latency
-from tests.benchmarks.conftest import RATIO_BOUND, SLOWDOWN, References, record_gate, run_pedantic
+from l40sbench.core.timing import EpochClock
+from tests.benchmarks.conftest import (RATIO_BOUND, SLOWDOWN, References, gate_probe_over_bare_loop, record_gate,
+                                       run_pedantic)
 
 SIZE = 64
 BATCH = 16
@@ -58,18 +59,8 @@ def test_latency_probe_against_a_bare_loop(benchmark, model, images):
     """The probe's per-call bookkeeping (two clock readings and a sync per image) stays invisible."""
     forward = make_forward(model, SIZE, xla=False)
     test = images[0][:21]  # 21 images: the first is the probe's warm-up, 20 timed
-
-    def bare_loop():
-        for image in test[1:]:
-            forward(image)
-
-    references = References(warmup_rounds=2, bare_loop=bare_loop)
-    probe = run_pedantic(benchmark, lambda: probe_latency(forward, test), references, rounds=15)
-    if probe is not None:
-        # The probe makes 21 calls, the bare loop 20: compare per timed image.
-        ratio = (probe * 20 / 21) / references.median("bare_loop")
-        record_gate(benchmark, "probe_over_bare_loop", ratio, maximum=RATIO_BOUND, minimum=1 / RATIO_BOUND,
-                    what="latency probe / bare loop over the same compiled call, per image")
+    gate_probe_over_bare_loop(benchmark, forward, test, "probe_over_bare_loop",
+                              "latency probe / bare loop over the same compiled call, per image")
 
 
 def test_single_image_forward(benchmark, model, plain, images, conv_kernel):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from l40sbench.core.timing import probe_latency
 from l40sbench.runtimes.registry import RUNTIMES
-from tests.benchmarks.conftest import RATIO_BOUND, References, record_gate, run_pedantic
+from tests.benchmarks.conftest import gate_probe_over_bare_loop
 
 SIZE = 64
 RUNTIME_NAMES = ("savedmodel", "onnxruntime", "openvino", "litert")
@@ -39,14 +38,5 @@ def test_probe_over_each_runtimes_bare_call(benchmark, exported, runtime):
     artifact = export_keras(model, runtime, "fp32", folder / runtime)
     call = load(runtime, artifact.path, "fp32", threads(), artifact.precision).call
     test = [image[None] for image in np.random.default_rng(0).integers(0, 256, (21, SIZE, SIZE, 3), dtype=np.uint8)]
-
-    def bare_loop():
-        for image in test[1:]:
-            call(image)
-
-    references = References(warmup_rounds=2, bare_loop=bare_loop)
-    probe = run_pedantic(benchmark, lambda: probe_latency(call, test), references, rounds=15)
-    if probe is not None:
-        ratio = (probe * 20 / 21) / references.median("bare_loop")  # 21 calls against 20: per image
-        record_gate(benchmark, f"probe_over_bare_loop_{runtime}", ratio, maximum=RATIO_BOUND,
-                    minimum=1 / RATIO_BOUND, what=f"latency probe / bare loop over the same {runtime} call, per image")
+    gate_probe_over_bare_loop(benchmark, call, test, f"probe_over_bare_loop_{runtime}",
+                              f"latency probe / bare loop over the same {runtime} call, per image")
