@@ -333,7 +333,79 @@ def _add_infer(subparsers) -> None:
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished classify or detect run folder")
     _add_runtime_flags(p, default=("all",))
+    _add_scenario_flags(p)
     p.set_defaults(func=_cmd_infer)
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    return _distinct(tuple(_finite(v) for v in text.split(",") if v.strip()) or (_finite(text),))
+
+
+def _add_scenario_flags(p) -> None:
+    """The MLPerf LoadGen flags of `infer`."""
+    from l40sbench.loadgen.config import DURATION_S, SAMPLES_PER_QUERY, SCENARIOS
+
+    g = p.add_argument_group(
+        "load (MLPerf LoadGen)",
+        "With --scenario, each runtime measured above then runs under MLPerf's LoadGen: the test images, decoded "
+        "once and held in memory, are the query sample library; a queue feeds --workers callers, each gathering up "
+        "to --batch queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
+        "and inference.scenarios in result.json gets one entry per test. Defaults are MLPerf's where it has them; "
+        "LoadGen's generation hints come from each runtime's own probe.")
+    g.add_argument("--scenario", type=_name_list, metavar="LIST",
+                   help=f"LoadGen scenarios to run, from {','.join(SCENARIOS)}, or all")
+    g.add_argument("--duration", type=_finite, default=DURATION_S, metavar="S",
+                   help=f"minimum seconds of each test (LoadGen's min_duration; default {DURATION_S:g}; MLPerf "
+                        "submissions run 600)")
+    g.add_argument("--min-queries", type=int, metavar="N", help="minimum queries of each test (default: LoadGen's, 100)")
+    g.add_argument("--batch", type=_int_list, default=(1,), metavar="LIST",
+                   help="most samples one call takes (dynamic batching); a list runs one test per batch "
+                        "(default: 1; single-stream is always 1)")
+    g.add_argument("--batch-timeout-ms", type=_finite, default=0.0, metavar="T",
+                   help="how long a call waits for more samples after its first (default: 0, what is queued)")
+    g.add_argument("--workers", type=int, default=1, metavar="K",
+                   help="callers running at once, each with its own copy of the model and cores/K threads "
+                        "(tf and savedmodel share one model and TensorFlow's pool) (default: 1)")
+    g.add_argument("--latency-bound-ms", type=_finite, metavar="MS",
+                   help="server: the bound 99%% of queries must meet (default: MLPerf's, 15 for classify "
+                        "(ResNet-50), 100 for detect (RetinaNet))")
+    g.add_argument("--target-qps", type=_float_list, metavar="LIST",
+                   help="server: Poisson arrival rates to offer, one test each (default: half the runtime's "
+                        "one-image rate)")
+    g.add_argument("--find-max-qps", action="store_true",
+                   help="server: search the highest rate LoadGen calls VALID (short runs doubling or halving from "
+                        "the one-image rate, then bisection, at most 10), then confirm it with one full run")
+    g.add_argument("--samples-per-query", type=int, default=SAMPLES_PER_QUERY, metavar="N",
+                   help=f"multi-stream: samples in each query (default: MLPerf's, {SAMPLES_PER_QUERY})")
+    g.add_argument("--expected-qps", type=_finite, metavar="QPS",
+                   help="offline: the rate LoadGen sizes its one query for (default: 1.5x the one-image rate, twice "
+                        "that with --batch or --workers above 1); too low ends early and INVALID")
+
+
+def _load_config(args):
+    """The --scenario flags as a checked loadgen LoadConfig, or None without --scenario."""
+    from l40sbench.loadgen.config import SCENARIOS, LoadConfig
+
+    defaults = LoadConfig(scenarios=())
+    given = [flag for flag, value in (
+        ("--min-queries", args.min_queries), ("--latency-bound-ms", args.latency_bound_ms),
+        ("--target-qps", args.target_qps), ("--expected-qps", args.expected_qps), ("--find-max-qps", args.find_max_qps),
+        ("--batch", args.batch != defaults.batches), ("--workers", args.workers != defaults.workers),
+        ("--batch-timeout-ms", args.batch_timeout_ms != defaults.batch_timeout_ms),
+        ("--duration", args.duration != defaults.duration_s),
+        ("--samples-per-query", args.samples_per_query != defaults.samples_per_query)) if value]
+    if args.scenario is None:
+        if given:
+            raise UserError(f"{given[0]} goes with --scenario")
+        return None
+    scenarios = tuple(SCENARIOS) if args.scenario == ("all",) else args.scenario
+    config = LoadConfig(scenarios=scenarios, batches=args.batch, batch_timeout_ms=args.batch_timeout_ms,
+                        workers=args.workers, duration_s=args.duration, min_queries=args.min_queries,
+                        latency_bound_ms=args.latency_bound_ms, target_qps=args.target_qps or (),
+                        samples_per_query=args.samples_per_query, expected_qps=args.expected_qps,
+                        find_max_qps=args.find_max_qps)
+    config.check()
+    return config
 
 
 def _add_datasets(subparsers) -> None:
@@ -697,21 +769,28 @@ def _cmd_infer(args) -> int:
     from l40sbench.runtimes.registry import resolve
 
     resolve(args.runtimes)  # an unknown name fails before anything is read
+    load = _load_config(args)
     saved: dict = {}
 
     def save(record: dict) -> None:
         saved["path"] = write_result(args.run_dir, record)
 
     try:
-        record = infer(args.run_dir, args.runtimes, args.runtime_precision, log=_log, save=save)
+        record = infer(args.run_dir, args.runtimes, args.runtime_precision, log=_log, save=save, load=load)
     except KeyboardInterrupt:
-        kept = f"; the rows finished so far are in {saved['path']}" if "path" in saved else ""
+        kept = f"; the rows and tests finished so far are in {saved['path']}" if "path" in saved else ""
         _log(f"interrupted{kept}")
         return EXIT_INTERRUPTED
     print()
     print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; precision: what "
           "the runtime runs, and what it was asked for where that differs)")
     print(tables.runtime_table(record))
+    if load is not None:
+        for scenario in load.scenarios:
+            print()
+            print(tables.scenario_title(record, scenario))
+            print(tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
+        print(f"LoadGen logs: {args.run_dir / 'loadgen'}")
     print(f"results: {saved['path']}")
     return 0
 

@@ -12,6 +12,7 @@ address space it never touches.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 POLL_SECONDS = 0.02
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -151,11 +153,13 @@ def _own_cgroup(version: int) -> str | None:
 
 
 def run(command: list[str], *, timeout_s: float | None, memory_limit_mb: float | None,
-        env: dict | None = None, try_cgroup: bool = True) -> Outcome:
+        env: dict | None = None, try_cgroup: bool = True,
+        tick: tuple[float, Callable[[], None]] | None = None) -> Outcome:
     """Runs command to completion, the time limit or the memory cap, whichever comes first.
 
     try_cgroup=False leaves the cap to the watchdog alone (what a machine without
-    a writable cgroup gets; the tests use it to check that path here).
+    a writable cgroup gets; the tests use it to check that path here). tick=(seconds, call)
+    calls call() every that many seconds while the child runs (progress for the user).
     """
     cgroup = _Cgroup.create(int(memory_limit_mb * 2**20)) if memory_limit_mb and try_cgroup else None
     enforcement = "none" if not memory_limit_mb else (
@@ -173,11 +177,17 @@ def run(command: list[str], *, timeout_s: float | None, memory_limit_mb: float |
     state = {"peak": 0.0, "over": False}
     stop = threading.Event()
 
+    next_tick = started + (tick[0] if tick else math.inf)
+
     def watch() -> None:
+        nonlocal next_tick
         while not stop.wait(POLL_SECONDS):
             rss = resident_mb(process.pid)
             if rss is None:
                 return
+            if time.perf_counter() >= next_tick:
+                next_tick += tick[0]
+                tick[1]()
             state["peak"] = max(state["peak"], rss)
             if memory_limit_mb and rss > memory_limit_mb:
                 state["over"] = True

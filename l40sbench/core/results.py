@@ -77,6 +77,8 @@ class InferenceResult:
     times_ms: tuple[float, ...] = ()  # every timed call, in order, warm-up excluded
     # One RuntimeResult per runtime timed (tf first, the figures above); empty when only tf ran the old way.
     runtimes: tuple = ()
+    # One ScenarioResult per (runtime, scenario, settings) that `infer --scenario` ran.
+    scenarios: tuple = ()
 
     @classmethod
     def from_stats(
@@ -125,6 +127,39 @@ class RuntimeResult:
     load_seconds: float | None = None
     inference: InferenceResult | None = None
     accuracy: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """The fine-tuned model on one runtime under one MLPerf LoadGen scenario, as LoadGen's summary states it.
+
+    `result` is LoadGen's VALID or INVALID, `reasons` its constraints not met and recommendations.
+    `settings` are the flags the test ran with (the defaults filled in); `sut` what the system under
+    test did (calls by batch size, samples answered); `search` the --find-max-qps steps, when one ran.
+    """
+
+    runtime: str
+    scenario: str
+    result: str
+    settings: dict
+    reasons: tuple[str, ...] = ()
+    precision_requested: str = ""
+    precision: str = ""
+    threads_per_worker: int | None = None
+    samples_per_second: float | None = None
+    scheduled_samples_per_second: float | None = None
+    completed_samples_per_second: float | None = None
+    headline: dict | None = None
+    latency_ms: dict = field(default_factory=dict)
+    early_stopping: dict = field(default_factory=dict)
+    queries: int | None = None
+    samples_per_query: int | None = None
+    sut: dict = field(default_factory=dict)
+    utilisation: dict = field(default_factory=dict)
+    search: dict | None = None
+    log_dir: str = ""
+    loadgen_version: str | None = None
+    wall_seconds: float | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,10 @@ TRAIN = {"epochs": "int", "epoch_seconds": "numbers", "total_seconds": "number?"
          "~wall_seconds_at_epoch": "numbers", "~test_metric_per_epoch": "numbers", "~loss_per_epoch": "numbers"}
 INFERENCE = {"mean_ms": "number?", "images_per_second": "number?", "~images_timed": "int", "~p50_ms": "number?",
              "~p90_ms": "number?", "~p99_ms": "number?", "~times_ms": "numbers", "~stages_mean_ms": "dict",
-             "~runtimes": "list"}
+             "~runtimes": "list", "~scenarios": "list"}
+SCENARIO = {"runtime": "str", "scenario": "str", "result": "str", "settings": "dict", "~reasons": "list",
+            "~samples_per_second": "number?", "~latency_ms": "dict", "~queries": "int?", "~sut": "dict",
+            "~search": "dict?"}
 RUNTIME = {"runtime": "str", "status": "str", "~reason": "str", "~precision": "str", "~precision_requested": "str",
            "~size_mb": "number?", "~export_seconds": "number?", "~threads": "int?", "inference": "dict?",
            "~accuracy": "dict"}
@@ -87,6 +90,8 @@ def check_record(record: Any) -> None:
             _check_fields(row, RUNTIME, where)
             if row["inference"] is not None:
                 _check_fields(row["inference"], INFERENCE, f"{where}.inference")
+        for index, entry in enumerate(record["inference"].get("scenarios") or ()):
+            _check_fields(entry, SCENARIO, f"inference.scenarios[{index}]")
     for name, value in record["accuracy"].items():
         if value is not None and not isinstance(value, (int, float, dict)) or isinstance(value, bool):
             raise ValueError(f"accuracy.{name} is {value!r:.40}, not a number")

@@ -2,7 +2,9 @@
 
 Rows are matched on (task, model, batch, devices, precision, image size), and
 a run's inference runtimes each make a row of their own ("classify on
-onnxruntime", at the precision the runtime was asked for); a
+onnxruntime", at the precision the runtime was asked for), and so does
+each LoadGen test (its scenario, workers, bound and rate in the task name;
+VALID counts as ok, so a VALID that became INVALID regresses); a
 field a record leaves unknown (None, as the studies' records do for image
 size) matches any value. Each timing, rate and accuracy figure of a matched
 pair gets its ratio new / baseline and a verdict:
@@ -70,7 +72,8 @@ def lines(record: dict) -> list[Line]:
             figures[name] = (value, ACCURACY)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _gpus(record), config.get("precision"),
            config.get("image_size"))
-    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record)]
+    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record),
+            *_scenario_lines(record)]
 
 
 def _runtime_lines(record: dict) -> list[Line]:
@@ -93,6 +96,28 @@ def _runtime_lines(record: dict) -> list[Line]:
         key = (f"{record.get('task')} on {row['runtime']}", record.get("base"), 1, _gpus(record),
                row.get("precision_requested"), config.get("image_size"))
         out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures))
+    return out
+
+
+def _scenario_lines(record: dict) -> list[Line]:
+    """One line per LoadGen test, matched on runtime, scenario and settings; VALID is its "ok"."""
+    config, out = record.get("config") or {}, []
+    for entry in (record.get("inference") or {}).get("scenarios") or ():
+        settings, latency = entry["settings"], entry.get("latency_ms") or {}
+        chosen = [f"workers {settings.get('workers', 1)}"]
+        if entry["scenario"] == "server":
+            chosen.append(f"bound {settings.get('latency_bound_ms'):g} ms")
+            chosen.append("max rate" if settings.get("find_max_qps") else f"{settings.get('target_qps'):g} qps")
+        if entry["scenario"] == "multi-stream":
+            chosen.append(f"{settings.get('samples_per_query')} per query")
+        figures = {"samples/s": (entry.get("samples_per_second"), HIGHER), "p50 ms": (latency.get("p50"), LOWER),
+                   "p99 ms": (latency.get("p99"), LOWER)}
+        if entry.get("search"):
+            figures["max VALID qps"] = (entry["search"]["max_valid_qps"], HIGHER)
+        key = (f"{record.get('task')} {entry['scenario']} ({', '.join(chosen)}) on {entry['runtime']}",
+               record.get("base"), settings.get("batch", 1), _gpus(record), entry.get("precision_requested"),
+               config.get("image_size"))
+        out.append(Line(key, "ok" if entry["result"] == "VALID" else entry["result"], figures))
     return out
 
 

@@ -17,6 +17,7 @@ from l40sbench.report import plots
 from l40sbench.report.inputs import Loaded, machine_labels
 from l40sbench.report.tables import (CLOCK_PER_EPOCH, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
                                      environment_block, format_duration, markdown_table, runtime_cells, runtime_rows,
+                                     scenario_cells, scenario_title,
                                      wall_epoch_seconds)
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
@@ -103,6 +104,43 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
         parts += ["### Accuracy on the test split", "", *_table(runs, ACCURACY_COLUMNS[task])]
     for index, (label, r) in enumerate(runs, start=1):
         parts += _runtime_section(task, index, label, r, out)
+        parts += _scenario_section(task, index, label, r, out)
+    return parts
+
+
+def _scenario_section(task: str, index: int, label: str, record: dict, out: Path) -> list[str]:
+    """One run's LoadGen tests: a table per scenario, latency against load (server), rate against batch (offline)."""
+    entries = (record.get("inference") or {}).get("scenarios") or ()
+    title = f"{record['base']} — {label}"
+    parts = []
+    for scenario in dict.fromkeys(e["scenario"] for e in entries):
+        headers, body, reasons = scenario_cells(record, scenario)
+        parts += [f"### {scenario_title(record, scenario)} — {label}", "", markdown_table(headers, body), ""]
+        parts += [f"- {reason}" for reason in reasons] + ([""] if reasons else [])
+    server = [e for e in entries if e["scenario"] == "server"]
+    if server:
+        series: dict[str, list] = {}
+        for e in server:
+            points = series.setdefault(f"{e['runtime']} b{e['settings'].get('batch', 1)}", [])
+            latency = e.get("latency_ms") or {}
+            if e.get("scheduled_samples_per_second") and latency.get("p99") is not None:
+                points.append((e["scheduled_samples_per_second"], latency.get("p50"), latency["p99"]))
+            points += [(step["qps"], step["p50_ms"], step["p99_ms"]) for step in (e.get("search") or {}).get("steps", ())
+                       if step.get("p99_ms") is not None]
+        name = f"loadgen_server_{task}_{index}.png"
+        plots.latency_vs_load(series, server[0]["settings"].get("latency_bound_ms"), out / name,
+                              f"{title}: LoadGen server latency against offered load")
+        parts += [f"![{title}: server latency against load]({name})", ""]
+    offline = [e for e in entries if e["scenario"] == "offline" and e.get("samples_per_second")]
+    if offline:
+        curves: dict[str, list] = {}
+        for e in offline:
+            workers = e["settings"].get("workers", 1)
+            curves.setdefault(f"{e['runtime']}" + (f" x{workers} workers" if workers > 1 else ""), []).append(
+                (e["settings"].get("batch", 1), e["samples_per_second"]))
+        name = f"loadgen_offline_{task}_{index}.png"
+        plots.rate_vs_batch(curves, out / name, f"{title}: LoadGen offline samples/s against batch")
+        parts += [f"![{title}: offline rate against batch]({name})", ""]
     return parts
 
 

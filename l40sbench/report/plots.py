@@ -191,3 +191,44 @@ def runtime_bars(bars: Sequence[tuple[str, float, float, float, str]], path: Pat
     ax.set_title(title)
     ax.legend(fontsize="x-small")
     return _save(fig, path)
+
+
+def latency_vs_load(series: dict[str, list[tuple[float, float, float]]], bound_ms: float | None, path: Path,
+                    title: str) -> Path:
+    """Server runs: p99 (line) and p50 (dashed) latency against the offered rate, one colour per runtime.
+
+    series: runtime -> [(offered samples/s, p50 ms, p99 ms)], the search's short runs included.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.5))
+    for index, (name, points) in enumerate(sorted(series.items())):
+        points = sorted(points)
+        rates = [p[0] for p in points]
+        ax.plot(rates, [p[2] for p in points], marker="o", color=f"C{index % 10}", label=f"{name}: p99")
+        ax.plot(rates, [p[1] for p in points], marker=".", linestyle="--", color=f"C{index % 10}",
+                label=f"{name}: p50")
+    if bound_ms:
+        ax.axhline(bound_ms, color="black", linewidth=0.8, linestyle=":", label=f"bound {bound_ms:g} ms")
+    ax.set_xlabel("offered load (queries/s, Poisson; one sample each)")
+    ax.set_ylabel("latency (ms)")
+    if _wide_range([p[2] for points in series.values() for p in points]):
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize="x-small")
+    return _save(fig, path)
+
+
+def rate_vs_batch(series: dict[str, list[tuple[int, float]]], path: Path, title: str) -> Path:
+    """Offline runs: samples/s against the largest batch a call took, one line per runtime (and workers)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.5))
+    for index, (name, points) in enumerate(sorted(series.items())):
+        points = sorted(points)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{index % 10}", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch (most samples per call)")
+    ax.set_ylabel("samples/s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.legend(fontsize="x-small")
+    return _save(fig, path)

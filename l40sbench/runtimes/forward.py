@@ -28,24 +28,55 @@ class Loaded:
     settings: dict = field(default_factory=dict)
 
 
-def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
     """The model at `path` ready to call on `runtime`.
 
     Args:
       precision: the --runtime-precision asked for (only OpenVINO takes it here; LiteRT's is in the file).
       file_precision: what the exported file fixes (export.Artifact.precision).
+      xla: compile tf's Keras forward with XLA, as the run did (tf only).
     """
-    loaders = {"savedmodel": _savedmodel, "onnxruntime": _onnxruntime, "openvino": _openvino, "litert": _litert}
-    return loaders[runtime](Path(path), precision, threads, file_precision)
+    loaders = {"savedmodel": _savedmodel, "onnxruntime": _onnxruntime, "openvino": _openvino, "litert": _litert,
+               "tf": _tf}
+    return loaders[runtime](Path(path), precision, threads, file_precision, xla=xla)
 
 
-def _savedmodel(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+    """tf as the run timed it: the Keras model (model.keras) in a tf.function taking any batch, or the
+    detector's serving signature (a SavedModel folder)."""
+    if path.suffix != ".keras":
+        return _savedmodel(path, precision, threads, file_precision)
+    import keras
+    import tensorflow as tf
+
+    import l40sbench.classify.layers  # noqa: F401  (registers the Preprocess layer model.keras holds)
+
+    _tf_threads(threads)
+    model = keras.saving.load_model(path)
+    signature = [tf.TensorSpec([None, *model.input_shape[1:]], tf.uint8)]
+    compiled = tf.function(lambda x: model(x, training=False), input_signature=signature, jit_compile=xla)
+
+    def call(images: np.ndarray) -> dict:
+        return {"probabilities": compiled(tf.convert_to_tensor(images)).numpy()}
+
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    return Loaded(call, file_precision, intra or threads, tf.__version__,
+                  {"compile": "tf.function" + (" (XLA)" if xla else ""), "intra_op_threads": intra})
+
+
+def _tf_threads(threads: int) -> None:
     import tensorflow as tf
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
     except RuntimeError:  # TensorFlow already ran in this process (not so in the timing child): it keeps its pool
         pass
+
+
+def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+    import tensorflow as tf
+
+    _tf_threads(threads)
     intra = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, one per core
     signature = tf.saved_model.load(str(path)).signatures["serving_default"]
     (name,) = signature.structured_input_signature[1]
@@ -57,7 +88,7 @@ def _savedmodel(path: Path, precision: str, threads: int, file_precision: str) -
                                                                           "intra_op_threads": intra})
 
 
-def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -76,7 +107,7 @@ def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str) 
                    "inter_op_threads": 1})
 
 
-def _openvino(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
     import openvino as ov
 
     compiled = ov.Core().compile_model(str(path), "CPU", {
@@ -97,7 +128,7 @@ def _openvino(path: Path, precision: str, threads: int, file_precision: str) -> 
                                      "INFERENCE_PRECISION_HINT": effective})
 
 
-def _litert(path: Path, precision: str, threads: int, file_precision: str) -> Loaded:
+def _litert(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
     import ai_edge_litert
     from ai_edge_litert.interpreter import Interpreter
 

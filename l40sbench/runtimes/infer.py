@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from l40sbench.errors import UserError
+from l40sbench.loadgen.scenarios import merge as scenario_merge
 
 Log = Callable[[str], None]
 Save = Callable[[dict], None]
@@ -91,14 +92,33 @@ def merge(rows: tuple, new_rows: tuple) -> tuple:
     return tuple(row for row in rows if row["runtime"] not in again) + tuple(new_rows)
 
 
-def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, save: Save) -> dict:
-    """Times run_dir's model on `names`; saves the record after each row and returns it."""
+def check_load(load, record: dict) -> None:
+    """Raises UserError when `infer --scenario` cannot run on this run (before any work)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mlperf_loadgen") is None:
+        raise UserError("--scenario needs MLPerf LoadGen: pip install 'l40sbench[loadgen]' (mlcommons-loadgen)")
+    if record["task"] == "detect" and max(load.batches) > 1:
+        raise UserError("the detection SavedModel takes one image per call ([1, H, W, 3], each image its own size): "
+                        "--batch must be 1 for a detect run; --workers K runs K calls at once")
+
+
+def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, save: Save, load=None) -> dict:
+    """Times run_dir's model on `names`, then (given a loadgen LoadConfig) under each LoadGen scenario;
+    saves the record after each row and each runtime's scenarios, and returns it.
+
+    Raises:
+      KeyboardInterrupt: after the rows and the finished scenarios were saved (notes.infer_runs marks the
+        call complete: false).
+    """
     from l40sbench.runtimes.measure import measure_runtimes
     from l40sbench.runtimes.registry import resolve
 
     runtimes = resolve(names)
     record = read_run(run_dir)
     model = model_path(run_dir, record)
+    if load is not None:
+        check_load(load, record)
     if record["task"] == "classify":
         from l40sbench.classify.run import infer_setup
     else:
@@ -106,16 +126,32 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
     reference, work = infer_setup(record, model, log)
     earlier = tuple((record["inference"] or {}).get("runtimes") or ())
     notes = dict(record.get("notes") or {})
-    notes["infer_runs"] = list(notes.get("infer_runs") or []) + [{
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "runtimes": list(runtimes), "runtime_precision": precision,
-    }]
+    earlier_scenarios = tuple((record["inference"] or {}).get("scenarios") or ())
+    call = {"date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "runtimes": list(runtimes), "runtime_precision": precision, "complete": False}
+    if load is not None:
+        call["scenarios"] = dataclasses.asdict(load)
+    notes = dict(record.get("notes") or {})
+    notes["infer_runs"] = list(notes.get("infer_runs") or []) + [call]
+    state: dict = {"rows": (), "entries": ()}
 
-    def updated(rows) -> dict:
-        as_dicts = tuple(dataclasses.asdict(row) for row in rows)
-        return {**record, "notes": notes, "inference": {**(record["inference"] or {}), "runtimes":
-                                                        list(merge(earlier, as_dicts))}}
+    def updated(**changes) -> dict:
+        state.update(changes)
+        rows = tuple(dataclasses.asdict(row) for row in state["rows"])
+        entries = tuple(dataclasses.asdict(entry) for entry in state["entries"])
+        inference = {**(record["inference"] or {}), "runtimes": list(merge(earlier, rows)),
+                     "scenarios": list(scenario_merge(earlier_scenarios, entries))}
+        return {**record, "notes": notes, "inference": inference}
 
     rows = measure_runtimes(runtimes, work, precision, run_dir / "runtimes", reference, log,
-                            lambda rows: save(updated(rows)))
-    return updated(rows)
+                            lambda rows: save(updated(rows=rows)))
+    if load is not None:
+        from l40sbench.loadgen.scenarios import run_scenarios
+
+        # LoadGen runs on the runtimes asked for (tf only when named, or with all): tf's row is the reference.
+        asked = tuple(row for row in rows if row.runtime in names or "all" in names)
+        run_scenarios(asked, load, record, work.images, run_dir, log, lambda entries: save(updated(entries=entries)))
+    call["complete"] = True
+    final = updated()
+    save(final)
+    return final

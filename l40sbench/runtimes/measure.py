@@ -51,9 +51,10 @@ def threads() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def _crash_reason(runtime: str, outcome: child.Outcome) -> str:
+def crash_reason(runtime: str, outcome: child.Outcome, timeout_s: float = CHILD_TIMEOUT_S) -> str:
+    """Why a runtime's child ended badly, in one line."""
     if outcome.timed_out:
-        return f"the {runtime} child did not finish within {CHILD_TIMEOUT_S:.0f} s"
+        return f"the {runtime} child did not finish within {timeout_s:.0f} s"
     if outcome.returncode is not None and outcome.returncode < 0:
         name = signal.Signals(-outcome.returncode).name
         return f"the {runtime} child crashed ({name}) while loading or running the model"
@@ -98,7 +99,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
                         timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None)
     if outcome.returncode != 0:
-        return RuntimeResult(**base, status="failed", reason=_crash_reason(runtime, outcome))
+        return RuntimeResult(**base, status="failed", reason=crash_reason(runtime, outcome))
     timing = json.loads((folder / "timing.json").read_text())
     with np.load(folder / "outputs.npz") as archive:
         outputs = {name: archive[name] for name in archive.files}

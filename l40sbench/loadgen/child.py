@@ -1,0 +1,110 @@
+"""The LoadGen child: `python -m l40sbench.loadgen.child REQUEST.json`.
+
+Loads one runtime's model once per worker (tf and the SavedModel once, shared: TensorFlow's pool is
+the process's), reads the decoded images and runs each job of the request under LoadGen. Each job
+writes its figures to <job folder>/scenario.json the moment it ends, so a stop keeps the finished
+jobs; progress.json is rewritten about every second for the parent to show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from l40sbench.core.records import to_json, write_atomic
+from l40sbench.loadgen.config import CONFIRM_MIN_QUERIES, MIN_SEARCH_RUN_S, SEARCH_MIN_QUERIES, SEARCH_RUN_FRACTION, SEARCH_STEPS, Job
+from l40sbench.loadgen.harness import run_test
+from l40sbench.loadgen.search import find_max_qps
+
+RESULT_FILE = "scenario.json"
+PROGRESS_FILE = "progress.json"
+SHARED = ("tf", "savedmodel")  # thread-safe calls into one process-wide pool: loaded once, shared by workers
+
+
+def load_calls(request: dict, workers: int) -> tuple[list, dict]:
+    """One forward per worker, and what the runtime reports it runs (precision, threads, version)."""
+    from l40sbench.runtimes.forward import load
+
+    shared = request["runtime"] in SHARED
+    threads = request["threads"] if shared else max(1, request["threads"] // workers)
+    loaded = [load(request["runtime"], Path(request["artifact"]), request["precision"], threads,
+                   request["file_precision"], xla=request.get("xla", False))
+              for _ in range(1 if shared else workers)]
+    calls = [loaded[0].call] * workers if shared else [item.call for item in loaded]
+    first = loaded[0]
+    return calls, {"precision": first.precision, "threads_per_worker": first.threads, "version": first.version,
+                   "runtime_settings": first.settings, "workers_share_one_model": shared}
+
+
+def warm_up(calls: list, images: list, batches: set[int]) -> None:
+    """Each worker's forward called once at every batch size the jobs use, before LoadGen starts: tracing,
+    compilation and first allocations stay out of every latency (MLPerf SUTs warm up the same way)."""
+    for call in dict.fromkeys(calls):
+        for batch in sorted(batches):
+            call(np.concatenate([images[i % len(images)] for i in range(batch)]))
+
+
+def run_job(calls: list, images: list, job: Job, folder: Path, progress) -> dict:
+    """One job's figures: a LoadGen test, or a server search and its confirming run."""
+    if not job.find_max_qps:
+        return run_test(calls, images, job, folder, on_progress=progress(job.tag))
+    probe = job.start_qps
+    if job.probe_p50_ms > job.latency_bound_ms:
+        rate, steps, why = 0.0, [], (f"the median single-image latency ({job.probe_p50_ms:.1f} ms) is above "
+                                     f"the {job.latency_bound_ms:g} ms bound: no rate can meet it")
+    else:
+        short = max(MIN_SEARCH_RUN_S, job.duration_s * SEARCH_RUN_FRACTION)
+        queries = max(SEARCH_MIN_QUERIES, job.min_queries or 0)
+        rate, steps = find_max_qps(
+            lambda qps: run_test(calls, images, job, folder / f"search-{qps:.3f}", target_qps=qps,
+                                 duration_s=short, min_queries=queries, on_progress=progress(f"{job.tag} @ {qps:.1f}")),
+            probe, max_steps=SEARCH_STEPS)
+        lowest = min((step["qps"] for step in steps), default=probe)
+        why = "" if rate else (f"the bound was missed down to {lowest:.3g} queries/s, where queueing no longer "
+                               "adds to the latency")
+    # The confirming run at the rate found, once more at 90 % of it if LoadGen calls that INVALID; with no
+    # rate found, one run at the lowest rate tried (or a quarter of the probe's), to show LoadGen's verdict.
+    tries = [rate, rate * 0.9] if rate else [min((step["qps"] for step in steps), default=probe / 4)]
+    for confirm in tries:
+        figures = run_test(calls, images, job, folder, target_qps=confirm,
+                           min_queries=max(CONFIRM_MIN_QUERIES, job.min_queries or 0) if rate else None,
+                           on_progress=progress(f"{job.tag} confirming @ {confirm:.1f}"))
+        if figures["result"] == "VALID":
+            break
+    found = confirm if rate and figures["result"] == "VALID" else 0.0
+    if rate and not found:
+        why = f"the confirming runs at {rate:.3g} and {rate * 0.9:.3g} queries/s were INVALID"
+    return {**figures, "search": {"max_valid_qps": round(found, 3), "search_qps": rate, "steps": steps,
+                                  "confirmed_at_qps": confirm, "why_zero": why}}
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    jobs = [Job(**job) for job in request["jobs"]]
+    out = Path(request["out_dir"])
+    calls, runtime = load_calls(request, max(job.workers for job in jobs))
+    with np.load(request["inputs"]) as archive:
+        images = [archive[key] for key in sorted(archive.files)]
+    warm_up(calls, images, {job.batch for job in jobs} | {1})
+    runtime["warm_up"] = "each worker's forward called once per batch size before LoadGen started"
+    started = time.perf_counter()
+
+    def progress(label: str):
+        def write(state: dict) -> None:
+            write_atomic(out / PROGRESS_FILE, to_json({**state, "job": label,
+                                                       "total_elapsed_s": time.perf_counter() - started}))
+        return write
+
+    for job in jobs:
+        figures = run_job(calls, images, job, out / job.tag, progress)
+        write_atomic(out / job.tag / RESULT_FILE, to_json({**figures, "job": dataclasses.asdict(job), **runtime}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

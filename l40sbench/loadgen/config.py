@@ -1,0 +1,137 @@
+"""What `infer --scenario` runs: the flags checked once, then one Job per (scenario, batch, rate).
+
+MLPerf's defaults where it has them: a 15 ms server bound for classification and 100 ms for
+detection (the ResNet-50 and RetinaNet bounds), 8 samples per multi-stream query, the 99th
+percentile for the server and multi-stream, the 90th for single-stream. Where a LoadGen setting
+only tells it how many queries to generate ahead (expected latency, expected offline rate), the
+default comes from the runtime's own probe, measured just before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from l40sbench.errors import UserError
+
+# Our names -> LoadGen's TestScenario names.
+SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "server": "Server",
+             "offline": "Offline"}
+LATENCY_BOUND_MS = {"classify": 15.0, "detect": 100.0}
+SAMPLES_PER_QUERY = 8
+SERVER_PERCENTILE = 0.99
+DURATION_S = 60.0
+SEARCH_STEPS = 10  # short server runs the --find-max-qps search may make before its confirming run
+SEARCH_MIN_QUERIES = 200  # a short run's p99 rests on at least this many queries
+CONFIRM_MIN_QUERIES = 500  # LoadGen's 99th-percentile early stopping needs about 460 queries to call a run VALID
+SEARCH_RUN_FRACTION = 0.2  # a search run lasts this share of --duration (at least MIN_SEARCH_RUN_S)
+MIN_SEARCH_RUN_S = 1.0
+
+
+@dataclass(frozen=True)
+class LoadConfig:
+    """The --scenario flags as given (None: the default, worked out per runtime in `jobs`)."""
+
+    scenarios: tuple[str, ...]
+    batches: tuple[int, ...] = (1,)
+    batch_timeout_ms: float = 0.0
+    workers: int = 1
+    duration_s: float = DURATION_S
+    min_queries: int | None = None
+    latency_bound_ms: float | None = None
+    target_qps: tuple[float, ...] = ()
+    samples_per_query: int = SAMPLES_PER_QUERY
+    expected_qps: float | None = None
+    find_max_qps: bool = False
+
+    def check(self) -> None:
+        """Raises UserError on the first value no scenario can run with."""
+        unknown = [name for name in self.scenarios if name not in SCENARIOS]
+        if unknown or not self.scenarios:
+            raise UserError(f"unknown scenario {', '.join(unknown) or '(none)'}: choose from {', '.join(SCENARIOS)}, "
+                            "or all")
+        positive = {"--batch": min(self.batches), "--workers": self.workers, "--duration": self.duration_s,
+                    "--samples-per-query": self.samples_per_query}
+        for flag, value in positive.items():
+            if not value > 0:
+                raise UserError(f"{flag} must be above 0, got {value:g}")
+        optional = {"--latency-bound-ms": self.latency_bound_ms, "--expected-qps": self.expected_qps,
+                    "--target-qps": min(self.target_qps) if self.target_qps else None,
+                    "--min-queries": self.min_queries}
+        for flag, value in optional.items():
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise UserError(f"{flag} must be above 0, got {value:g}")
+        if self.batch_timeout_ms < 0:
+            raise UserError(f"--batch-timeout-ms must be 0 or above, got {self.batch_timeout_ms:g}")
+        if self.find_max_qps and "server" not in self.scenarios:
+            raise UserError("--find-max-qps searches the server scenario: add --scenario server")
+        if self.find_max_qps and self.target_qps:
+            raise UserError("--find-max-qps finds the rate itself: leave out --target-qps")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the runtime's own one-image probe measured, which LoadGen's generation hints start from."""
+
+    p50_ms: float
+    min_ms: float
+    images_per_second: float
+
+
+@dataclass(frozen=True)
+class Job:
+    """One LoadGen test (or one --find-max-qps search) on one runtime; `settings` goes in the record."""
+
+    scenario: str
+    batch: int
+    batch_timeout_ms: float
+    workers: int
+    duration_s: float
+    min_queries: int | None
+    latency_bound_ms: float | None = None
+    target_qps: float | None = None
+    samples_per_query: int | None = None
+    expected_qps: float | None = None
+    expected_latency_ms: float | None = None
+    find_max_qps: bool = False
+    start_qps: float | None = None  # the search's first rate: the probe's images/s
+    probe_p50_ms: float | None = None  # no rate can be VALID when this is above the bound
+
+    @property
+    def tag(self) -> str:
+        """The job's folder name: scenario and the settings that tell its runs apart."""
+        parts = [self.scenario, f"b{self.batch}"]
+        if self.workers > 1:
+            parts.append(f"w{self.workers}")
+        if self.scenario == "server":
+            parts.append("maxqps" if self.find_max_qps else f"qps{self.target_qps:g}")
+        if self.scenario == "multi-stream":
+            parts.append(f"spq{self.samples_per_query}")
+        return "-".join(parts)
+
+
+def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
+    """Every test one runtime runs, in the order given, with each default filled in from `probe`."""
+    out = []
+    for scenario in config.scenarios:
+        for batch in (1,) if scenario == "single-stream" else config.batches:  # one sample per query
+            common = dict(scenario=scenario, batch=batch, batch_timeout_ms=config.batch_timeout_ms,
+                          workers=config.workers, duration_s=config.duration_s, min_queries=config.min_queries)
+            if scenario == "single-stream":
+                out.append(Job(**common, expected_latency_ms=probe.min_ms / 2))
+            elif scenario == "multi-stream":
+                out.append(Job(**common, samples_per_query=config.samples_per_query,
+                               expected_latency_ms=probe.min_ms / 4))
+            elif scenario == "offline":
+                # Samples for a little more than the duration: LoadGen calls a query that ends early INVALID.
+                speedup = 2.0 if batch > 1 or config.workers > 1 else 1.5
+                out.append(Job(**common, expected_qps=config.expected_qps or probe.images_per_second * speedup))
+            else:
+                bound = config.latency_bound_ms or LATENCY_BOUND_MS[task]
+                if config.find_max_qps:
+                    out.append(Job(**common, latency_bound_ms=bound, find_max_qps=True,
+                                   start_qps=probe.images_per_second, probe_p50_ms=probe.p50_ms))
+                    continue
+                for rate in config.target_qps or (round(probe.images_per_second / 2, 1),):
+                    out.append(Job(**common, latency_bound_ms=bound, target_qps=rate))
+    return out

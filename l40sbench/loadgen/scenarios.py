@@ -1,0 +1,157 @@
+"""`infer --scenario`: each measured runtime under LoadGen in a child process, one ScenarioResult per test.
+
+The runtime rows measured just before (export and one-image probe) give each child its model file and
+LoadGen its generation hints. A runtime without figures (not installed, failed) is skipped, saying so.
+Each runtime's finished tests are kept even when a later one crashes or the user stops the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from l40sbench.core import child
+from l40sbench.core.records import write_atomic
+from l40sbench.core.results import RuntimeResult, ScenarioResult
+from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
+from l40sbench.loadgen.config import LoadConfig, Probe, jobs
+from l40sbench.runtimes.measure import crash_reason, threads
+
+Log = Callable[[str], None]
+FOLDER = "loadgen"
+PROGRESS_EVERY_S = 10.0
+CHILD_TIMEOUT_S = 6 * 3600.0
+
+
+def entry_key(entry: dict) -> tuple:
+    """What makes two entries the same test: runtime, requested precision and the settings a user chose."""
+    settings = entry["settings"]
+    chosen = tuple(settings.get(name) for name in ("batch", "batch_timeout_ms", "workers", "latency_bound_ms",
+                                                   "target_qps", "samples_per_query", "find_max_qps"))
+    return entry["runtime"], entry.get("precision_requested"), entry["scenario"], chosen
+
+
+def merge(entries: tuple, new_entries: tuple) -> tuple:
+    """Earlier entries no new entry replaces, then the new ones."""
+    again = {entry_key(entry) for entry in new_entries}
+    return tuple(entry for entry in entries if entry_key(entry) not in again) + tuple(new_entries)
+
+
+def scenario_utilisation(samples_per_second: float | None, record: dict, precision: str) -> dict:
+    """Achieved GFLOP/s (forward GFLOP per image x samples/s) over the peak of the precision that ran."""
+    from l40sbench.peak import peak_for, utilisation
+
+    per_image = (record.get("utilisation") or {}).get("forward_gflops_per_image")
+    run_precision = {"fp32": "fp32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}.get(precision, "fp32")
+    name, peak_gflops = peak_for((record.get("env") or {}).get("peak"), run_precision)
+    achieved = per_image * samples_per_second if per_image and samples_per_second else None
+    return {"peak": name, "peak_gflops": peak_gflops, "forward_gflops_per_image": per_image,
+            "achieved_gflops": achieved, "share": utilisation(achieved, peak_gflops)}
+
+
+def to_entry(row: RuntimeResult, figures: dict, record: dict) -> ScenarioResult:
+    """One test's figures (the child's scenario.json) as the record's entry."""
+    job = figures["job"]
+    rate = figures["samples_per_second"]
+    if rate is None and figures["latency_ms"].get("mean"):  # multi-stream states none: samples per query over latency
+        rate = (figures["samples_per_query"] or 1) * 1000 / figures["latency_ms"]["mean"]
+    settings = {key: value for key, value in job.items() if value is not None and key not in ("scenario",)}
+    if figures.get("search"):
+        settings["target_qps"] = figures["search"]["confirmed_at_qps"]
+    precision = str(figures["precision"]).split(" ")[0]
+    return ScenarioResult(
+        runtime=row.runtime, scenario=job["scenario"], result=figures["result"] or "INVALID", settings=settings,
+        reasons=tuple(figures["reasons"]), precision_requested=row.precision_requested,
+        precision=row.precision or figures["precision"], threads_per_worker=figures["threads_per_worker"],
+        samples_per_second=rate, scheduled_samples_per_second=figures["scheduled_samples_per_second"],
+        completed_samples_per_second=figures["completed_samples_per_second"], headline=figures["headline"],
+        latency_ms=figures["latency_ms"], early_stopping=figures["early_stopping"], queries=figures["queries"],
+        samples_per_query=figures["samples_per_query"], sut=figures["sut"],
+        utilisation=scenario_utilisation(rate, record, precision), search=figures.get("search"),
+        log_dir=figures["log_dir"], loadgen_version=figures["loadgen_version"], wall_seconds=figures["wall_seconds"],
+    )
+
+
+def _progress(out: Path, runtime: str, log: Log) -> Callable[[], None]:
+    def show() -> None:
+        try:
+            state = json.loads((out / PROGRESS_FILE).read_text())
+        except (OSError, ValueError):
+            return  # the child is still loading its model
+        log(f"loadgen {runtime} {state['job']}: {state['elapsed_s']:.0f} s, {state['samples_answered']} samples "
+            f"answered, {state['rate']:.1f}/s now ({state['total_elapsed_s']:.0f} s in all)")
+    return show
+
+
+def _finished(out: Path, names: list[str]) -> list[dict]:
+    return [json.loads((out / name / RESULT_FILE).read_text()) for name in names
+            if (out / name / RESULT_FILE).is_file()]
+
+
+def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path, run_dir: Path, log: Log,
+                on_entries: Callable[[tuple[ScenarioResult, ...]], None]) -> tuple[ScenarioResult, ...]:
+    """Every test of `load` on one runtime, in one child; the entries of the tests that finished."""
+    probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
+                  images_per_second=row.inference.images_per_second)
+    todo = jobs(load, record["task"], probe)
+    out = run_dir / FOLDER / f"{row.runtime}-{row.precision_requested}"
+    for job in todo:  # a test run again starts from an empty folder: no old log is read as new
+        for stale in (out / job.tag / RESULT_FILE, out / job.tag / "mlperf_log_summary.txt"):
+            stale.unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    request = {"runtime": row.runtime, "artifact": row.artifact, "precision": row.precision_requested,
+               "file_precision": row.precision.split(" ")[0],
+               "threads": threads(), "xla": " (XLA)" in str(row.settings.get("compile", "")),
+               "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo]}
+    write_atomic(out / "request.json", json.dumps(request, indent=2))
+    log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
+    entries: tuple[ScenarioResult, ...] = ()
+    try:
+        outcome = child.run([sys.executable, "-m", "l40sbench.loadgen.child", str(out / "request.json")],
+                            timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None,
+                            tick=(PROGRESS_EVERY_S, _progress(out, row.runtime, log)))
+    finally:  # a stop or a crash keeps the tests that finished
+        entries = tuple(to_entry(row, figures, record) for figures in _finished(out, [job.tag for job in todo]))
+        on_entries(entries)
+    if outcome.returncode != 0:
+        log(f"loadgen {row.runtime}: stopped after {len(entries)} of {len(todo)} test(s): "
+            f"{crash_reason(row.runtime, outcome, CHILD_TIMEOUT_S)}")
+    for entry in entries:
+        log(describe(entry))
+    return entries
+
+
+def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dict, images: list, run_dir: Path,
+                  log: Log, on_entries: Callable[[tuple[ScenarioResult, ...]], None]) -> tuple[ScenarioResult, ...]:
+    """Each runtime with figures under every test of `load`; on_entries(all entries so far) after each."""
+    (run_dir / FOLDER).mkdir(parents=True, exist_ok=True)
+    inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
+    np.savez(inputs, **{f"{i:06d}": image for i, image in enumerate(images)})
+    done: tuple[ScenarioResult, ...] = ()
+    try:
+        for row in rows:
+            if row.inference is None or not row.artifact:
+                log(f"loadgen {row.runtime}: skipped ({row.status}: {row.reason})")
+                continue
+            done += run_runtime(row, load, record, inputs, run_dir, log,
+                                lambda entries, before=done: on_entries(before + entries))
+    finally:
+        inputs.unlink(missing_ok=True)
+    return done
+
+
+def describe(entry: ScenarioResult) -> str:
+    """One progress line for a finished test."""
+    rate = f"{entry.samples_per_second:.1f} samples/s" if entry.samples_per_second else "no rate"
+    p99 = entry.latency_ms.get("p99")
+    latency = f", p99 {p99:.1f} ms" if p99 is not None else ""
+    why = f" ({'; '.join(entry.reasons[:2])})" if entry.result != "VALID" and entry.reasons else ""
+    search = ""
+    if entry.search is not None:
+        search = f", max VALID rate {entry.search['max_valid_qps']:g}/s"
+    return f"loadgen {entry.runtime} {entry.scenario}: {entry.result}{why}, {rate}{latency}{search}"

@@ -1,0 +1,212 @@
+"""MLPerf LoadGen scenarios through `infer --scenario`: real LoadGen, the tiny fine-tuned vgg19, its own logs."""
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from l40sbench import cli
+from l40sbench.report.inputs import read_result_file as read_result
+from l40sbench.loadgen.child import RESULT_FILE, run_job
+from l40sbench.loadgen.config import Job
+from l40sbench.loadgen.summary import SUMMARY
+from l40sbench.loadgen.sut import BatchingSUT
+from l40sbench.report.compare import compare
+from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+
+
+def _copy(run, tmp_path):
+    """The tiny run in a folder of the test's own: infer writes into it."""
+    return shutil.copytree(run, tmp_path / run.name)
+
+
+def _entries(run, scenario=None):
+    (record,) = read_result(run / "result.json")[:1]
+    return [e for e in record["inference"]["scenarios"] if scenario in (None, e["scenario"])]
+
+
+@pytest.fixture(scope="module")
+def every_scenario(tiny_runs, tmp_path_factory):
+    """The tiny vgg19 on ONNX Runtime under all four scenarios, about 2 s each, batches of up to 8."""
+    run = _copy(tiny_runs["vgg19"], tmp_path_factory.mktemp("loadgen"))
+    code = cli.main(["infer", str(run), "--runtimes", "onnxruntime", "--scenario", "all", "--duration", "2",
+                     "--batch", "8"])
+    assert code == 0
+    return run
+
+
+def _summary_figures(text: str) -> dict:
+    """The summary file read with nothing of the suite's: the verdict, p50 and p99 in ns, samples/s."""
+    result = re.search(r"^Result is : (\w+)$", text, re.M).group(1)
+    p50 = int(re.search(r"^50\.00 percentile latency \(ns\)\s+: (\d+)$", text, re.M).group(1))
+    p99 = int(re.search(r"^99\.00 percentile latency \(ns\)\s+: (\d+)$", text, re.M).group(1))
+    rate = re.search(r"^(?:Samples per second|Completed samples per second|QPS w/ loadgen overhead)\s*: ([\d.]+)$",
+                     text, re.M)
+    return {"result": result, "p50_ns": p50, "p99_ns": p99, "rate": float(rate.group(1)) if rate else None}
+
+
+def test_each_scenario_keeps_loadgens_logs_and_records_what_its_summary_says(every_scenario, capsys):
+    entries = _entries(every_scenario)
+    assert {(e["runtime"], e["scenario"]) for e in entries} >= {
+        ("onnxruntime", s) for s in ("single-stream", "multi-stream", "server", "offline")}
+    for entry in (e for e in entries if e["runtime"] == "onnxruntime"):
+        folder = every_scenario / "loadgen" / "onnxruntime-fp32" / entry["log_dir"].rsplit("/", 1)[-1]
+        assert (folder / SUMMARY).is_file() and (folder / "mlperf_log_detail.txt").is_file()
+        summary = _summary_figures((folder / SUMMARY).read_text())
+        assert entry["result"] == summary["result"]
+        assert entry["latency_ms"]["p50"] == pytest.approx(summary["p50_ns"] / 1e6)
+        assert entry["latency_ms"]["p99"] == pytest.approx(summary["p99_ns"] / 1e6)
+        if summary["rate"] is not None:
+            assert entry["samples_per_second"] == pytest.approx(summary["rate"])
+        assert entry["result"] == "VALID" or entry["reasons"], entry
+        assert entry["sut"]["answered_twice"] == 0 and not entry["sut"]["errors"]
+        assert entry["settings"]["duration_s"] == 2 and entry["precision"] == "fp32"
+        assert 0 < entry["utilisation"]["share"] < 1
+
+
+def test_single_stream_answers_each_query_loadgen_issued(every_scenario):
+    (entry,) = _entries(every_scenario, "single-stream")
+    folder = every_scenario / "loadgen" / "onnxruntime-fp32" / "single-stream-b1"
+    issued = int(re.search(r"Processed at least \d+ queries \((\d+)\)", (folder / SUMMARY).read_text()).group(1))
+    assert entry["queries"] == issued == entry["sut"]["samples_answered"] == entry["sut"]["calls"]
+    assert entry["sut"]["batch_sizes"] == {"1": issued}
+
+
+def test_offline_batches_of_up_to_8_answer_every_sample_once(every_scenario):
+    (entry,) = _entries(every_scenario, "offline")
+    sut = entry["sut"]
+    sizes = {int(size): count for size, count in sut["batch_sizes"].items()}
+    assert sizes and min(sizes) >= 1 and max(sizes) == 8
+    assert sum(size * count for size, count in sizes.items()) == sut["samples_answered"]
+    assert sut["samples_answered"] == entry["samples_per_query"] * entry["queries"] and sut["answered_twice"] == 0
+
+
+def test_the_tables_print_and_compare_calls_valid_to_invalid_a_regression(every_scenario, capsys):
+    assert cli.main(["report", str(every_scenario), "--out", str(every_scenario / "report")]) == 0
+    text = (every_scenario / "report" / "report.md").read_text()
+    assert "LoadGen offline" in text and (every_scenario / "report" / "loadgen_offline_classify_1.png").is_file()
+    assert (every_scenario / "report" / "loadgen_server_classify_1.png").is_file()
+    (record,) = read_result(every_scenario / "result.json")[:1]
+    worse = json.loads(json.dumps(record))
+    single = next(e for e in worse["inference"]["scenarios"] if e["scenario"] == "single-stream")
+    assert single["result"] == "VALID"
+    single["result"] = "INVALID"
+    regressions = compare([record], [worse]).regressions
+    assert [r.line for r in regressions] == [r.line for r in regressions if "single-stream" in r.line]
+    assert any("ok -> INVALID" in r.verdict for r in regressions)
+
+
+def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scenario):
+    (probe,) = [r for r in read_result(every_scenario / "result.json")[0]["inference"]["runtimes"]
+                if r["runtime"] == "onnxruntime"]
+    capacity = probe["inference"]["images_per_second"]
+    low, high = round(capacity / 4, 1), round(capacity * 4, 1)
+    assert cli.main(["infer", str(every_scenario), "--runtimes", "onnxruntime", "--scenario", "server",
+                     "--target-qps", f"{low},{high}", "--duration", "1", "--min-queries", "500",
+                     "--latency-bound-ms", "100"]) == 0
+    server = {e["settings"]["target_qps"]: e for e in _entries(every_scenario, "server")}
+    assert server[low]["result"] == "VALID", server[low]["reasons"]
+    assert server[high]["result"] == "INVALID" and "Performance constraints not satisfied" in server[high]["reasons"]
+    assert server[high]["completed_samples_per_second"] < server[high]["scheduled_samples_per_second"]
+
+
+def test_find_max_qps_finds_the_analytic_rate_of_a_known_service_time(tmp_path):
+    """A stand-in SUT that sleeps 4 ms a sample serves at most 250 queries/s; with a 100 ms bound the
+    search must land within 20 % of that."""
+    service_s = 0.004
+
+    def call(images):
+        time.sleep(service_s * len(images))
+
+    job = Job("server", 1, 0.0, 1, 2.0, None, latency_bound_ms=100, find_max_qps=True, start_qps=100,
+              probe_p50_ms=service_s * 1000)
+    figures = run_job([call], [np.zeros((1, 4, 4, 3), np.uint8)] * 16, job, tmp_path, lambda label: None)
+    found = figures["search"]["max_valid_qps"]
+    assert figures["result"] == "VALID" and found == pytest.approx(1 / service_s, rel=0.2), figures["search"]
+    assert 2 <= len(figures["search"]["steps"]) <= 10
+    assert figures["queries"] >= 500  # the confirming run carries LoadGen's full early-stopping verdict
+
+
+def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
+    answered, calls, lock = [], [], threading.Lock()
+
+    def complete(ids):
+        with lock:
+            answered.extend(ids)
+
+    def call(images):
+        calls.append(len(images))
+        time.sleep(0.002)
+
+    library = {i: np.full((1, 2, 2, 3), i, np.uint8) for i in range(5)}
+    sut = BatchingSUT([call, call], library, batch=8, batch_timeout_ms=1.0, complete=complete)
+
+    class Sample:
+        def __init__(self, i):
+            self.id, self.index = 1000 + i, i % 5
+
+    sut.issue([Sample(i) for i in range(100)])
+    deadline = time.time() + 10
+    while len(answered) < 100 and time.time() < deadline:
+        time.sleep(0.01)
+    sut.stop()
+    assert sorted(answered) == list(range(1000, 1100))
+    assert calls and max(calls) == 8 and min(calls) >= 1 and sum(calls) == 100
+    assert sut.stats()["answered_twice"] == 0 and sut.stats()["workers"] == 2
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--scenario", "bursty"), "unknown scenario bursty"),
+    (("--scenario", "server", "--latency-bound-ms", "0"), "--latency-bound-ms must be above 0"),
+    (("--scenario", "server", "--latency-bound-ms", "-5"), "--latency-bound-ms must be above 0"),
+    (("--scenario", "server", "--target-qps", "0"), "--target-qps must be above 0"),
+    (("--scenario", "offline", "--batch", "0"), "--batch must be above 0"),
+    (("--scenario", "offline", "--find-max-qps"), "--find-max-qps searches the server scenario"),
+    (("--target-qps", "5"), "--target-qps goes with --scenario"),
+])
+def test_bad_scenario_flags_are_one_line_before_any_work(args, fragment, tiny_runs):
+    result = run_cli("infer", tiny_runs["vgg19"], *args, timeout=60)
+    assert_one_line_exit_2(result, fragment)
+    assert "loading" not in result.stderr  # nothing was read or timed
+
+
+def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp_path):
+    no_model = tmp_path / "no_model"
+    no_model.mkdir()
+    shutil.copy(tiny_runs["vgg19"] / "result.json", no_model / "result.json")
+    assert_one_line_exit_2(run_cli("infer", no_model, "--scenario", "offline"), "holds no fine-tuned model")
+    assert_one_line_exit_2(run_cli("infer", tiny_runs["ssd_resnet50_fpn"], "--scenario", "offline", "--batch", "4"),
+                           "--batch must be 1 for a detect run")
+
+
+def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
+    """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false."""
+    run = _copy(tiny_runs["vgg19"], tmp_path)
+    first = run / "loadgen" / "tf-fp32" / "single-stream-b1" / RESULT_FILE
+    process = subprocess.Popen(
+        [sys.executable, "-m", "l40sbench", "infer", str(run), "--runtimes", "tf", "--scenario",
+         "single-stream,offline", "--duration", "3"],
+        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal would give it
+    )
+    try:
+        deadline = time.time() + 240
+        while not first.is_file() and time.time() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        rest = process.stderr.read()
+        assert process.wait(timeout=60) == 130, rest
+    finally:
+        process.kill()
+    assert "Traceback" not in rest and "tests finished so far are in" in rest
+    (record,) = read_result(run / "result.json")[:1]
+    assert record["notes"]["infer_runs"][-1]["complete"] is False and record["complete"] is True
+    assert [(e["runtime"], e["scenario"]) for e in record["inference"]["scenarios"]] == [("tf", "single-stream")]
+    assert not list((run / "loadgen").glob("*/offline-b1/" + RESULT_FILE))
