@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from l40sbench.core.records import to_csv, to_json, write_result
+from l40sbench.core.records import to_csv, to_json, write_atomic, write_result
 from l40sbench.core.registry import Registry
 from l40sbench.core.stats import summarize
 from l40sbench.core.timing import EpochClock, epoch_times, eta_seconds, measure_throughput, probe_interleaved, probe_latency
@@ -185,3 +185,16 @@ def test_environment_block_prints_the_peak_of_the_run_and_an_old_calibration():
     old = environment_block({"calibration": {"matmul_gflops": 151.04, "conv_gflops": 197.96}, "devices": []})
     assert "Calibration (same run)      : float32 matmul 151.0 GFLOP/s, 3x3 conv 198.0 GFLOP/s" in old
     assert "Peak (same run)             : -" in environment_block({"devices": []})
+
+
+def test_atomic_writes_get_the_mode_of_any_new_file(tmp_path):
+    """result.json and report.md like the PNGs beside them: not mkstemp's 0600."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "result.json", "{}")
+        (tmp_path / "plot.png").write_bytes(b"")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "result.json").stat().st_mode & 0o777 == (tmp_path / "plot.png").stat().st_mode & 0o777 == 0o644

@@ -1,1 +1,1 @@
-"""Tables (and later plots) from result records."""
+"""Reports from result records: the studies' tables, report.md with its plots, and compare."""

@@ -1,0 +1,49 @@
+"""Command line: argument parsing and talking to the user, nothing else.
+
+One module per command, each with `add(subparsers)` (its parser) and the function it runs; the
+flags several commands share live in `common`. Each command builds a config and calls one library
+function. TensorFlow is imported only inside the commands that train, so --help starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from l40sbench.cli import classify, compare, cost, datasets, detect, infer, report, synthetic
+from l40sbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
+from l40sbench.errors import UserError
+
+# In the order `--help` lists them.
+COMMANDS = (classify, detect, synthetic, cost, compare, report, infer, datasets)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="l40sbench",
+        description=(
+            "Honest fine-tuning and inference timings for image models, measured the same way on "
+            "every machine. Results go to results/<run-id>/result.json and result.csv."
+        ),
+    )
+    from l40sbench import __version__
+
+    parser.add_argument("--version", action="version", version=f"l40sbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in COMMANDS:
+        command.add(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"l40sbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        log("interrupted")
+        return EXIT_INTERRUPTED

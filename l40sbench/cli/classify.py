@@ -1,0 +1,53 @@
+"""`classify`: fine-tune a keras.applications base; time training and per-image inference."""
+
+from __future__ import annotations
+
+from l40sbench.classify.bases import BASES
+from l40sbench.cli.common import add_run_flags, add_runtime_flags, data_flags, make_config, run_and_report
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "classify",
+        help="fine-tune a keras.applications base and time training and per-image inference",
+        description=(
+            "Transfer learning on a folder-per-class image set, timed the way the seed article did: "
+            "per-epoch training time, then the test images one at a time through a compiled forward "
+            "call with the first image excluded as warm-up. Without --data a generated stand-in "
+            "with the Kaggle cats/dogs split sizes is used."
+        ),
+    )
+    p.add_argument("--base", default="xception", help=f"base model: {', '.join(BASES.names())} (default: xception)")
+    p.add_argument("--data", help="DIR with DIR/train/<class>/* and DIR/test/<class>/*, or tfds:NAME[:VERSION], a "
+                                   "TensorFlow Datasets set (default: the stand-in)")
+    p.add_argument("--epochs", type=int, default=10, help="training epochs (default: 10, the article's)")
+    p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
+    p.add_argument("--image-size", type=int, help="square input size in pixels (default: the base's own, e.g. 299 for xception)")
+    p.add_argument(
+        "--weights", default="imagenet",
+        help="imagenet (Keras cache, else download, else random with a warning), none (random), or PATH of a weights file",
+    )
+    p.add_argument(
+        "--fine-tune", default="head",
+        help="head: base frozen (default); all: whole base trainable; N: the top N base layers trainable",
+    )
+    p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
+    add_run_flags(p)
+    p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
+    add_runtime_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.run import run_classify
+
+    config = make_config(
+        ClassifyConfig,
+        base=args.base, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
+        image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
+        output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
+        runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+    )
+    BASES.get(config.base)  # an unknown base fails before anything is loaded
+    return run_and_report("classify", config, run_classify)

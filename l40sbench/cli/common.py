@@ -1,0 +1,194 @@
+"""What several commands share: the one-line argparse errors, exit codes, the data, run and runtime
+flag groups, list and number flag types, and the run folder and summary of a classify or detect run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+from l40sbench.errors import UserError
+from l40sbench.settings import PRECISIONS
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (exit 2) instead of usage + error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def add_tfds_flags(p) -> None:
+    p.add_argument("--tfds-data-dir", type=Path, metavar="DIR",
+                   help="where TFDS sets are prepared (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets)")
+    p.add_argument("--tfds-splits", metavar="TRAIN,TEST",
+                   help="the two splits of a tfds: set, in TFDS slicing syntax, e.g. 'train[:80%%],train[80%%:]' "
+                        "(default: train,test when the set has both)")
+
+
+def data_flags(args) -> dict:
+    """--data and the --tfds-* flags as config values; a tfds: reference is checked here, before anything loads."""
+    if args.data is None or not args.data.startswith("tfds:"):
+        if args.tfds_splits or args.tfds_data_dir:
+            raise UserError("--tfds-data-dir and --tfds-splits go with --data tfds:NAME")
+        return {"data": None if args.data is None else Path(args.data)}
+    from l40sbench.tfds_source import TfdsRef
+
+    ref = TfdsRef.parse(args.data, args.tfds_data_dir, args.tfds_splits)
+    return {"data": args.data, "tfds_data_dir": ref.data_dir, "tfds_splits": ref.splits}
+
+
+def add_run_flags(p) -> None:
+    """Flags every benchmark run takes."""
+    add_tfds_flags(p)
+    p.add_argument("--output-dir", type=Path, help="where result.json and result.csv go; detect also writes the COCO ground truth "
+                        "and detections it scored there (default: results/<run-id>/)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument(
+        "--precision", default="fp32", choices=PRECISIONS,
+        help="mixed-precision policy (default: fp32)",
+    )
+    p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
+
+
+def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
+    """--runtimes and --runtime-precision: the inference runtimes a fine-tuned model is timed on."""
+    from l40sbench.runtimes.registry import ORDER, PRECISIONS as RUNTIME_PRECISIONS
+
+    p.add_argument("--runtimes", type=name_list, default=default, metavar="LIST",
+                   help=f"inference runtimes to time the fine-tuned model on, from {','.join(ORDER)}, "
+                        "or all (every installed one). tf, the training process's own path, always runs: every "
+                        "other runtime's accuracy is checked against it. Each other runtime gets the model through "
+                        f"its library's own exporter and is timed in a child process (default: {','.join(default)})")
+    p.add_argument("--runtime-precision", choices=RUNTIME_PRECISIONS, default="fp32",
+                   help="the precision every runtime but tf is told to run in (OpenVINO's inference precision "
+                        "hint, LiteRT's fp16 or dynamic-range int8 conversion); a runtime that cannot is marked "
+                        "so in its row (default: fp32)")
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return distinct(values)
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected at least one comma-separated name, got {text!r}")
+    return distinct(values)
+
+
+def distinct(values: tuple) -> tuple:
+    """A list flag names each value once: a repeat would measure the same configuration twice."""
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given more than once")
+    return values
+
+
+def finite(text: str) -> float:
+    """A float flag: a number, not nan or inf (an infinite limit or tolerance would never act)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    return distinct(tuple(finite(v) for v in text.split(",") if v.strip()) or (finite(text),))
+
+
+def run_id(task: str, base: str) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{task}-{base}"
+
+
+def prepare_output_dir(path: Path) -> None:
+    """Results go to a directory that can be made and written now, before any data is read."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write results to {path}: {exc.strerror or exc}") from None
+
+
+def run_and_report(task: str, config, runner) -> int:
+    """Runs runner(config, log, save) writing results as it goes, then prints the summary."""
+    from l40sbench.core.records import write_result
+    from l40sbench.report import tables
+
+    output_dir = config.output_dir or Path("results") / run_id(task, config.base)
+    prepare_output_dir(output_dir)
+    config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
+    saved: dict = {}
+
+    def save(record: dict) -> None:
+        saved["path"] = write_result(output_dir, record)
+        saved["record"] = record
+
+    try:
+        result = runner(config, log=log, save=save).to_dict()
+    except KeyboardInterrupt:
+        if "path" in saved:
+            record = saved["record"]
+            rows = len((record.get("inference") or {}).get("runtimes") or ())
+            if record.get("complete") and rows:  # training and tf's probe were done: a runtime was stopped
+                log(f"interrupted: the run and {rows} runtime row(s) kept in {saved['path']}")
+            else:
+                log(f"interrupted: {record['train']['epochs']} finished epoch(s) kept in {saved['path']} "
+                     "(complete: false)")
+        else:
+            log("interrupted before anything was measured")
+        return EXIT_INTERRUPTED
+    print()
+    print(tables.environment_block(result["env"]))
+    print()
+    print(f"Data: {result['dataset']['source']}  weights: {result['weights']}  "
+          f"input: {result['config']['image_size']}px  precision: {result['config']['precision']}")
+    print()
+    print(tables.training_table([result]))
+    print()
+    print(tables.inference_table([result]))
+    print()
+    runtimes = tables.runtime_table(result)
+    if runtimes:
+        print("Inference by runtime (batch 1, fastest first; precision: what the runtime runs, and what it was "
+              "asked for where that differs):")
+        print(runtimes)
+        print()
+    print(tables.accuracy_lines(result))
+    print(tables.utilisation_line(result))
+    print(f"results: {saved['path']} and result.csv")
+    return 0
+
+
+def make_config(cls, **values):
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def figure(value) -> str:
+    return "-" if value is None else f"{value:.4g}" if abs(value) < 1000 else f"{value:.1f}"

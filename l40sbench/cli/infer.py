@@ -1,0 +1,126 @@
+"""`infer`: a finished run's fine-tuned model timed again on any runtime, and under MLPerf LoadGen scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l40sbench.cli.common import EXIT_INTERRUPTED, add_runtime_flags, finite, float_list, int_list, log, name_list
+from l40sbench.errors import UserError
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "infer",
+        help="time a finished run's fine-tuned model again, on any inference runtime, without retraining",
+        description=(
+            "Reads RUN_DIR (a classify or detect run folder: result.json and the fine-tuned model, model.keras "
+            "or the SavedModel), reads the run's test split again with its own settings, times the model on tf "
+            "in this process (the reference) and on each other runtime in a child process, images one at a "
+            "time with the warm-up excluded, and scores each against the labels and against tf. The rows "
+            "replace that runtime's earlier rows in RUN_DIR/result.json; the run's own tf figures stay."
+        ),
+    )
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished classify or detect run folder")
+    add_runtime_flags(p, default=("all",))
+    _add_scenario_flags(p)
+    p.set_defaults(func=run)
+
+
+def _add_scenario_flags(p) -> None:
+    """The MLPerf LoadGen flags of `infer`."""
+    from l40sbench.loadgen.config import DURATION_S, SAMPLES_PER_QUERY, SCENARIOS
+
+    g = p.add_argument_group(
+        "load (MLPerf LoadGen)",
+        "With --scenario, each runtime measured above then runs under MLPerf's LoadGen: the test images, decoded "
+        "once and held in memory, are the query sample library; a queue feeds --workers callers, each gathering up "
+        "to --batch queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
+        "and inference.scenarios in result.json gets one entry per test. Defaults are MLPerf's where it has them; "
+        "LoadGen's generation hints come from each runtime's own probe.")
+    g.add_argument("--scenario", type=name_list, metavar="LIST",
+                   help=f"LoadGen scenarios to run, from {','.join(SCENARIOS)}, or all")
+    g.add_argument("--duration", type=finite, default=DURATION_S, metavar="S",
+                   help=f"minimum seconds of each test (LoadGen's min_duration; default {DURATION_S:g}; MLPerf "
+                        "submissions run 600)")
+    g.add_argument("--min-queries", type=int, metavar="N", help="minimum queries of each test (default: LoadGen's, 100)")
+    g.add_argument("--batch", type=int_list, default=(1,), metavar="LIST",
+                   help="most samples one call takes (dynamic batching); a list runs one test per batch "
+                        "(default: 1; single-stream is always 1)")
+    g.add_argument("--batch-timeout-ms", type=finite, default=0.0, metavar="T",
+                   help="how long a call waits for more samples after its first (default: 0, what is queued)")
+    g.add_argument("--workers", type=int, default=1, metavar="K",
+                   help="callers running at once, each with its own copy of the model and cores/K threads "
+                        "(tf and savedmodel share one model and TensorFlow's pool) (default: 1)")
+    g.add_argument("--latency-bound-ms", type=finite, metavar="MS",
+                   help="server: the bound 99%% of queries must meet (default: MLPerf's, 15 for classify "
+                        "(ResNet-50), 100 for detect (RetinaNet))")
+    g.add_argument("--target-qps", type=float_list, metavar="LIST",
+                   help="server: Poisson arrival rates to offer, one test each (default: half the runtime's "
+                        "one-image rate)")
+    g.add_argument("--find-max-qps", action="store_true",
+                   help="server: search the highest rate LoadGen calls VALID (short runs doubling or halving from "
+                        "the one-image rate, then bisection, at most 10), then confirm it with one full run")
+    g.add_argument("--samples-per-query", type=int, default=SAMPLES_PER_QUERY, metavar="N",
+                   help=f"multi-stream: samples in each query (default: MLPerf's, {SAMPLES_PER_QUERY})")
+    g.add_argument("--expected-qps", type=finite, metavar="QPS",
+                   help="offline: the rate LoadGen sizes its one query for (default: 1.5x the one-image rate, twice "
+                        "that with --batch or --workers above 1); too low ends early and INVALID")
+
+
+def _load_config(args):
+    """The --scenario flags as a checked loadgen LoadConfig, or None without --scenario."""
+    from l40sbench.loadgen.config import SCENARIOS, LoadConfig
+
+    defaults = LoadConfig(scenarios=())
+    given = [flag for flag, value in (
+        ("--min-queries", args.min_queries), ("--latency-bound-ms", args.latency_bound_ms),
+        ("--target-qps", args.target_qps), ("--expected-qps", args.expected_qps), ("--find-max-qps", args.find_max_qps),
+        ("--batch", args.batch != defaults.batches), ("--workers", args.workers != defaults.workers),
+        ("--batch-timeout-ms", args.batch_timeout_ms != defaults.batch_timeout_ms),
+        ("--duration", args.duration != defaults.duration_s),
+        ("--samples-per-query", args.samples_per_query != defaults.samples_per_query)) if value]
+    if args.scenario is None:
+        if given:
+            raise UserError(f"{given[0]} goes with --scenario")
+        return None
+    scenarios = tuple(SCENARIOS) if args.scenario == ("all",) else args.scenario
+    config = LoadConfig(scenarios=scenarios, batches=args.batch, batch_timeout_ms=args.batch_timeout_ms,
+                        workers=args.workers, duration_s=args.duration, min_queries=args.min_queries,
+                        latency_bound_ms=args.latency_bound_ms, target_qps=args.target_qps or (),
+                        samples_per_query=args.samples_per_query, expected_qps=args.expected_qps,
+                        find_max_qps=args.find_max_qps)
+    config.check()
+    return config
+
+
+def run(args) -> int:
+    from l40sbench.core.records import write_result
+    from l40sbench.report import tables
+    from l40sbench.runtimes.infer import infer
+    from l40sbench.runtimes.registry import resolve
+
+    resolve(args.runtimes)  # an unknown name fails before anything is read
+    load = _load_config(args)
+    saved: dict = {}
+
+    def save(record: dict) -> None:
+        saved["path"] = write_result(args.run_dir, record)
+
+    try:
+        record = infer(args.run_dir, args.runtimes, args.runtime_precision, log=log, save=save, load=load)
+    except KeyboardInterrupt:
+        kept = f"; the rows and tests finished so far are in {saved['path']}" if "path" in saved else ""
+        log(f"interrupted{kept}")
+        return EXIT_INTERRUPTED
+    print()
+    print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; precision: what "
+          "the runtime runs, and what it was asked for where that differs)")
+    print(tables.runtime_table(record))
+    if load is not None:
+        for scenario in load.scenarios:
+            print()
+            print(tables.scenario_title(record, scenario))
+            print(tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
+        print(f"LoadGen logs: {args.run_dir / 'loadgen'}")
+    print(f"results: {saved['path']}")
+    return 0

@@ -1,0 +1,45 @@
+"""`report`: report.md with the studies' tables and plots from result files, run folders and references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from l40sbench.cli.common import prepare_output_dir
+from l40sbench.errors import UserError
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="report.md with plots from results, run folders and the studies' published figures",
+        description=(
+            "Writes OUT/report.md: the studies' tables for whatever the inputs hold (classification and "
+            "detection training and inference; the synthetic GPU-count and batch-size tables; cost), one column "
+            "group per machine so several machines sit side by side, each machine's environment block, and "
+            "PNG plots: time per epoch (first against steady), the per-image latency distribution with "
+            "p50/p90/p99, images/s against batch size and device count with ideal scaling, cost per N images. "
+            "Inputs are result files, run folders, or the references l40s and leadergpu-2017."
+        ),
+    )
+    p.add_argument("inputs", nargs="+", metavar="RESULT", help="result file, run folder, or l40s / leadergpu-2017")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and its PNGs")
+    p.add_argument("--catalog", type=Path, metavar="FILE",
+                   help="offers (TOML/JSON, as for cost --catalog) to price every images/s figure on")
+    p.add_argument("--images", type=int, default=500_000, help="images the cost section prices (default: 500000)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from l40sbench.report.inputs import load_all, read_catalog
+
+    loaded = load_all(args.inputs)
+    offers = read_catalog(args.catalog) if args.catalog else []
+    if args.images < 1:
+        raise UserError(f"--images must be >= 1. Received: {args.images}")
+    prepare_output_dir(args.out)
+    from l40sbench.report.document import write_report
+
+    path = write_report(loaded, args.out, offers=offers, images=args.images)
+    pngs = sorted(p.name for p in args.out.glob("*.png"))
+    print(f"report: {path} ({len(loaded)} record(s); plots: {', '.join(pngs) or 'none'})")
+    return 0
