@@ -20,6 +20,7 @@ from l40sbench.core.records import to_json, write_atomic
 from l40sbench.loadgen.config import CONFIRM_MIN_QUERIES, MIN_SEARCH_RUN_S, SEARCH_MIN_QUERIES, SEARCH_RUN_FRACTION, SEARCH_STEPS, Job
 from l40sbench.loadgen.harness import run_test
 from l40sbench.loadgen.search import find_max_qps
+from l40sbench.runtimes.child import read_images
 
 RESULT_FILE = "scenario.json"
 PROGRESS_FILE = "progress.json"
@@ -64,9 +65,8 @@ def run_job(calls: list, images: list, job: Job, folder: Path, progress) -> dict
             lambda qps: run_test(calls, images, job, folder / f"search-{qps:.3f}", target_qps=qps,
                                  duration_s=short, min_queries=queries, on_progress=progress(f"{job.tag} @ {qps:.1f}")),
             probe, max_steps=SEARCH_STEPS)
-        lowest = min((step["qps"] for step in steps), default=probe)
-        why = "" if rate else (f"the bound was missed down to {lowest:.3g} queries/s, where queueing no longer "
-                               "adds to the latency")
+        why = "" if rate else (f"the bound was missed down to {min(s['qps'] for s in steps):.3g} queries/s, where "
+                               "queueing no longer adds to the latency")
     # The confirming run at the rate found, once more at 90 % of it if LoadGen calls that INVALID; with no
     # rate found, one run at the lowest rate tried (or a quarter of the probe's), to show LoadGen's verdict.
     tries = [rate, rate * 0.9] if rate else [min((step["qps"] for step in steps), default=probe / 4)]
@@ -88,8 +88,7 @@ def main(argv: list[str]) -> int:
     jobs = [Job(**job) for job in request["jobs"]]
     out = Path(request["out_dir"])
     calls, runtime = load_calls(request, max(job.workers for job in jobs))
-    with np.load(request["inputs"]) as archive:
-        images = [archive[key] for key in sorted(archive.files)]
+    images = read_images(Path(request["inputs"]))
     warm_up(calls, images, {job.batch for job in jobs} | {1})
     runtime["warm_up"] = "each worker's forward called once per batch size before LoadGen started"
     started = time.perf_counter()

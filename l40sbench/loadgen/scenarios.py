@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from l40sbench.core import child
 from l40sbench.core.records import write_atomic
 from l40sbench.core.results import RuntimeResult, ScenarioResult
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
 from l40sbench.loadgen.config import LoadConfig, Probe, jobs
+from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.measure import crash_reason, threads
 
 Log = Callable[[str], None]
@@ -34,12 +33,6 @@ def entry_key(entry: dict) -> tuple:
     chosen = tuple(settings.get(name) for name in ("batch", "batch_timeout_ms", "workers", "latency_bound_ms",
                                                    "target_qps", "samples_per_query", "find_max_qps"))
     return entry["runtime"], entry.get("precision_requested"), entry["scenario"], chosen
-
-
-def merge(entries: tuple, new_entries: tuple) -> tuple:
-    """Earlier entries no new entry replaces, then the new ones."""
-    again = {entry_key(entry) for entry in new_entries}
-    return tuple(entry for entry in entries if entry_key(entry) not in again) + tuple(new_entries)
 
 
 def scenario_utilisation(samples_per_second: float | None, record: dict, precision: str) -> dict:
@@ -110,7 +103,6 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo]}
     write_atomic(out / "request.json", json.dumps(request, indent=2))
     log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
-    entries: tuple[ScenarioResult, ...] = ()
     try:
         outcome = child.run([sys.executable, "-m", "l40sbench.loadgen.child", str(out / "request.json")],
                             timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None,
@@ -131,7 +123,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
     """Each runtime with figures under every test of `load`; on_entries(all entries so far) after each."""
     (run_dir / FOLDER).mkdir(parents=True, exist_ok=True)
     inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
-    np.savez(inputs, **{f"{i:06d}": image for i, image in enumerate(images)})
+    write_images(inputs, images)
     done: tuple[ScenarioResult, ...] = ()
     try:
         for row in rows:

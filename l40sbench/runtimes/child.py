@@ -19,6 +19,17 @@ from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.timing import probe_latency
 
 
+def write_images(path: Path, images: list) -> None:
+    """The decoded images, in order, as one .npz every child reads (each may have its own size)."""
+    np.savez(path, **{f"{i:06d}": image for i, image in enumerate(images)})
+
+
+def read_images(path: Path) -> list[np.ndarray]:
+    """write_images' images back, in order."""
+    with np.load(path) as archive:
+        return [archive[key] for key in sorted(archive.files)]
+
+
 def stack_outputs(outputs: list[dict]) -> dict[str, np.ndarray]:
     """Per-image output dicts -> one array per name, images along the first axis."""
     return {name: np.concatenate([np.asarray(out[name]) for out in outputs]) for name in outputs[0]}
@@ -31,8 +42,7 @@ def run(request: dict) -> dict:
     loaded = load(request["runtime"], Path(request["artifact"]), request["precision"], request["threads"],
                   request["file_precision"])
     load_seconds = time.perf_counter() - started
-    with np.load(request["inputs"]) as archive:
-        images = [archive[key] for key in sorted(archive.files)]
+    images = read_images(Path(request["inputs"]))
     outputs: list[dict] = []
     stats = probe_latency(lambda image: outputs.append(loaded.call(image)), images, warmup=request["warmup"])
     np.savez(request["outputs"], **stack_outputs(outputs))

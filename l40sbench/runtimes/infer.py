@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from l40sbench.errors import UserError
-from l40sbench.loadgen.scenarios import merge as scenario_merge
+from l40sbench.loadgen.scenarios import entry_key
 
 Log = Callable[[str], None]
 Save = Callable[[dict], None]
@@ -86,10 +86,10 @@ def model_path(run_dir: Path, record: dict) -> Path:
     return path
 
 
-def merge(rows: tuple, new_rows: tuple) -> tuple:
-    """Earlier rows of runtimes not run again, then the new rows."""
-    again = {row["runtime"] for row in new_rows}
-    return tuple(row for row in rows if row["runtime"] not in again) + tuple(new_rows)
+def merge(rows: tuple, new_rows: tuple, key: Callable[[dict], object] = lambda row: row["runtime"]) -> tuple:
+    """Earlier rows no new row replaces (the same key: by default, of runtimes not run again), then the new rows."""
+    again = {key(row) for row in new_rows}
+    return tuple(row for row in rows if key(row) not in again) + tuple(new_rows)
 
 
 def check_load(load, record: dict) -> None:
@@ -125,7 +125,6 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
         from l40sbench.detect.run import infer_setup
     reference, work = infer_setup(record, model, log)
     earlier = tuple((record["inference"] or {}).get("runtimes") or ())
-    notes = dict(record.get("notes") or {})
     earlier_scenarios = tuple((record["inference"] or {}).get("scenarios") or ())
     call = {"date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "runtimes": list(runtimes), "runtime_precision": precision, "complete": False}
@@ -140,7 +139,7 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
         rows = tuple(dataclasses.asdict(row) for row in state["rows"])
         entries = tuple(dataclasses.asdict(entry) for entry in state["entries"])
         inference = {**(record["inference"] or {}), "runtimes": list(merge(earlier, rows)),
-                     "scenarios": list(scenario_merge(earlier_scenarios, entries))}
+                     "scenarios": list(merge(earlier_scenarios, entries, key=entry_key))}
         return {**record, "notes": notes, "inference": inference}
 
     rows = measure_runtimes(runtimes, work, precision, run_dir / "runtimes", reference, log,

@@ -19,6 +19,7 @@ import numpy as np
 from l40sbench.core import child
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.core.stats import LatencyStats
+from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.export import Artifact
 from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
 
@@ -132,7 +133,7 @@ def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str,
         return rows
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs = out_dir / "inputs.npz"  # decoded once; every child reads the same arrays
-    np.savez(inputs, **{f"{i:06d}": image for i, image in enumerate(workload.images)})
+    write_images(inputs, workload.images)
     try:
         for name in others:
             row = measure_one(name, workload, precision, out_dir / name, inputs, reference.accuracy, log)
