@@ -16,7 +16,8 @@ from l40sbench import cli
 from l40sbench.report.inputs import read_result_file as read_result
 from l40sbench.loadgen.child import RESULT_FILE, run_job
 from l40sbench.loadgen.config import Job
-from l40sbench.loadgen.summary import SUMMARY
+from l40sbench.loadgen.search import confirm
+from l40sbench.loadgen.summary import SUMMARY, read_summary
 from l40sbench.loadgen.sut import BatchingSUT
 from l40sbench.report.compare import compare
 from tests.conftest import REPO, assert_one_line_exit_2, run_cli
@@ -132,6 +133,55 @@ def test_find_max_qps_finds_the_analytic_rate_of_a_known_service_time(tmp_path):
     assert figures["result"] == "VALID" and found == pytest.approx(1 / service_s, rel=0.2), figures["search"]
     assert 2 <= len(figures["search"]["steps"]) <= 10
     assert figures["queries"] >= 500  # the confirming run carries LoadGen's full early-stopping verdict
+
+
+_EARLY_STOPPING_SHORT = """Result is : INVALID
+  Performance constraints satisfied : Yes
+  Min duration satisfied : Yes
+  Min queries satisfied : Yes
+  Early stopping satisfied: NO
+Recommendations:
+Early Stopping Result:
+ * Run unsuccessful.
+ * Processed 500 queries.
+ * Would need to run at least 657 more queries,
+ with the run being successful if every additional
+ query were under latency.
+"""
+
+
+def _verdict(result: str, performance: bool, summary: str | None = None) -> dict:
+    if summary is not None:
+        return {**read_summary(summary), "queries": 500}
+    return {"result": result, "queries": 500, "reasons": [] if performance else ["Performance constraints not satisfied"],
+            "constraints": {"Performance constraints": performance, "Early stopping": result == "VALID"},
+            "early_stopping": {"lines": []}}
+
+
+def test_a_confirming_run_short_of_early_stopping_runs_again_as_long_as_loadgen_asks():
+    """The bound met, early stopping not: the same rate again with LoadGen's count and a margin, not a lower
+    rate (a lower rate cannot give early stopping the queries it lacks)."""
+    asked = []
+
+    def run(qps, queries):
+        asked.append((qps, queries))
+        return _verdict("", True, _EARLY_STOPPING_SHORT) if len(asked) == 1 else _verdict("VALID", True)
+
+    found, figures, tries = confirm(run, 2.4, 500)
+    assert asked == [(2.4, 500), (2.4, 1447)]  # (500 + 657) x 1.25, rounded up
+    assert found == 2.4 and figures["result"] == "VALID" and [t["result"] for t in tries] == ["INVALID", "VALID"]
+
+
+def test_a_confirming_run_over_the_bound_tries_90_percent_once_then_gives_up():
+    asked = []
+
+    def run(qps, queries):
+        asked.append((round(qps, 6), queries))
+        return _verdict("INVALID", False)
+
+    found, figures, tries = confirm(run, 10.0, 500)
+    assert asked == [(10.0, 500), (9.0, 500)] and found == 0.0 and len(tries) == 2
+    assert tries[0]["reasons"] == ["Performance constraints not satisfied"]
 
 
 def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():

@@ -19,7 +19,7 @@ import numpy as np
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.loadgen.config import CONFIRM_MIN_QUERIES, MIN_SEARCH_RUN_S, SEARCH_MIN_QUERIES, SEARCH_RUN_FRACTION, SEARCH_STEPS, Job
 from l40sbench.loadgen.harness import run_test
-from l40sbench.loadgen.search import find_max_qps
+from l40sbench.loadgen.search import confirm, find_max_qps, more_queries_needed
 from l40sbench.runtimes.child import read_images
 
 RESULT_FILE = "scenario.json"
@@ -67,20 +67,28 @@ def run_job(calls: list, images: list, job: Job, folder: Path, progress) -> dict
             probe, max_steps=SEARCH_STEPS)
         why = "" if rate else (f"the bound was missed down to {min(s['qps'] for s in steps):.3g} queries/s, where "
                                "queueing no longer adds to the latency")
-    # The confirming run at the rate found, once more at 90 % of it if LoadGen calls that INVALID; with no
-    # rate found, one run at the lowest rate tried (or a quarter of the probe's), to show LoadGen's verdict.
-    tries = [rate, rate * 0.9] if rate else [min((step["qps"] for step in steps), default=probe / 4)]
-    for confirm in tries:
-        figures = run_test(calls, images, job, folder, target_qps=confirm,
-                           min_queries=max(CONFIRM_MIN_QUERIES, job.min_queries or 0) if rate else None,
-                           on_progress=progress(f"{job.tag} confirming @ {confirm:.1f}"))
-        if figures["result"] == "VALID":
-            break
-    found = confirm if rate and figures["result"] == "VALID" else 0.0
-    if rate and not found:
-        why = f"the confirming runs at {rate:.3g} and {rate * 0.9:.3g} queries/s were INVALID"
+    if not rate:  # one run at the lowest rate tried (or a quarter of the probe's) shows LoadGen's verdict
+        confirm_at = min((step["qps"] for step in steps), default=probe / 4)
+        figures = run_test(calls, images, job, folder, target_qps=confirm_at,
+                           on_progress=progress(f"{job.tag} at {confirm_at:.1f}"))
+        return {**figures, "search": {"max_valid_qps": 0.0, "search_qps": rate, "steps": steps,
+                                      "confirmed_at_qps": confirm_at, "confirming_runs": [], "why_zero": why}}
+
+    def run_confirm(qps: float, queries: int | None) -> dict:
+        return run_test(calls, images, job, folder, target_qps=qps, min_queries=queries,
+                        on_progress=progress(f"{job.tag} confirming @ {qps:.1f}, {queries} queries at least"))
+
+    found, figures, tries = confirm(run_confirm, rate, max(CONFIRM_MIN_QUERIES, job.min_queries or 0))
+    if not found:
+        why = "the confirming runs were INVALID: " + "; ".join(
+            f"{t['qps']:.3g}/s over {t['queries']} queries, {t['reasons'][0] if t['reasons'] else 'no reason given'}"
+            for t in tries)
+        more = more_queries_needed(figures)
+        if more:
+            why += (f"; LoadGen's early stopping asks for {more} more queries at this latency spread "
+                    f"(--min-queries {figures['queries'] + more} or more)")
     return {**figures, "search": {"max_valid_qps": round(found, 3), "search_qps": rate, "steps": steps,
-                                  "confirmed_at_qps": confirm, "why_zero": why}}
+                                  "confirmed_at_qps": tries[-1]["qps"], "confirming_runs": tries, "why_zero": why}}
 
 
 def main(argv: list[str]) -> int:

@@ -10,13 +10,23 @@ is left to the confirming run, so a step at a low rate stays short.
 Halving stops, with the answer 0, once a failing run kept the SUT busy less than a tenth of the time
 (rate x median latency < 0.1): with so little queueing a lower rate cannot shorten the latency.
 A model whose median single-image latency already exceeds the bound is not searched at all.
+
+The confirming run (`confirm`) can fail two ways, and each has its own remedy: the bound missed at
+its percentile means the rate is too high (try 90 % of it); the bound met but early stopping not
+satisfied means too few queries for LoadGen to be sure (LoadGen names how many more it needs:
+run the same rate again that much longer, as a submitter would).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Callable
 
 RunAt = Callable[[float], dict]  # rate -> LoadGen's figures for a short server run at that rate
+RunConfirm = Callable[[float, int | None], dict]  # (rate, query floor) -> LoadGen's figures for a full run
+_MORE_QUERIES = re.compile(r"Would need to run at least (\d+) more queries")
+EXTRA_QUERY_MARGIN = 1.25  # LoadGen's count assumes every further query meets the bound; some will not
 IDLE_BUSY_SHARE = 0.1  # a failing run this little busy is not failing for queueing
 RESOLUTION = 1.05
 
@@ -59,3 +69,36 @@ def find_max_qps(run_at: RunAt, start_qps: float, *, max_steps: int, resolution:
         else:
             high = middle
     return round(low, 3), steps
+
+
+def more_queries_needed(figures: dict) -> int | None:
+    """The further queries LoadGen's early stopping asked for, when that alone made the run INVALID."""
+    constraints = figures["constraints"]
+    if figures["result"] == "VALID" or constraints.get("Early stopping", True):
+        return None
+    if not all(ok for name, ok in constraints.items() if name != "Early stopping"):
+        return None
+    match = _MORE_QUERIES.search(" ".join(figures["early_stopping"].get("lines", ())))
+    return int(match.group(1)) if match else None
+
+
+def confirm(run: RunConfirm, rate: float, min_queries: int) -> tuple[float, dict, list[dict]]:
+    """(the rate LoadGen called VALID at full duration or 0.0, the last run's figures, every try).
+
+    First at `rate` with `min_queries`; if only early stopping failed, once more at the same rate with
+    the queries LoadGen asked for (and a margin); if the bound itself was missed, once at 90 % of it.
+    """
+    tries: list[dict] = []
+    queries: int | None = min_queries
+    while True:
+        figures = run(rate, queries)
+        tries.append({"qps": rate, "min_queries": queries, "result": figures["result"],
+                      "queries": figures.get("queries"), "reasons": figures["reasons"][:4]})
+        if figures["result"] == "VALID" or len(tries) == 2:
+            break
+        more = more_queries_needed(figures)
+        if more:
+            queries = math.ceil(((figures.get("queries") or queries or 0) + more) * EXTRA_QUERY_MARGIN)
+        else:
+            rate *= 0.9
+    return (rate if figures["result"] == "VALID" else 0.0), figures, tries
