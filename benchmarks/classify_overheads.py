@@ -24,7 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from l40sbench import paths, peak  # noqa: E402
-from l40sbench.classify import data as data_mod  # noqa: E402
+from l40sbench.data import folders as data_mod  # noqa: E402
 from l40sbench.classify.bases import BASES  # noqa: E402
 from l40sbench.classify.model import build_base, build_classifier  # noqa: E402
 from l40sbench.classify.run import _epoch_callback, make_forward, standin_path  # noqa: E402

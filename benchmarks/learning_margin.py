@@ -26,7 +26,7 @@ ONE_RUN = """
 import json, os, sys
 import numpy as np
 from l40sbench import paths
-from l40sbench.classify import data as data_mod
+from l40sbench.data import folders as data_mod
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.run import _compiled_model, resolve_data
 config = ClassifyConfig(**json.loads(sys.argv[1]))

@@ -81,8 +81,8 @@ def assert_export_reproduces_the_run(export, out_dir):
 
     from l40sbench.detect.evaluate import to_coco_detections
     from l40sbench.detect.run import standin_path
-    from l40sbench.detect.voc import split_dir
-    from l40sbench.images import decode_rgb
+    from l40sbench.data.voc import split_dir
+    from l40sbench.data.images import decode_rgb
 
     serve = tf.saved_model.load(str(export)).signatures["serving_default"]
     ground_truth = json.loads((out_dir / "coco_ground_truth.json").read_text())

@@ -22,7 +22,7 @@ def _build_sets(data_dir):
 
     from l40sbench.classify import standin as cats_standin
     from l40sbench.classify.run import standin_path as cats_path
-    from l40sbench.detect import voc
+    from l40sbench.data import voc
     from l40sbench.detect.run import standin_path as fruits_path
     from l40sbench.detect.standin import ensure_standin as fruits_standin
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from l40sbench.detect import voc
+from l40sbench.data import voc
 from l40sbench.detect.standin import COUNTS, ensure_standin
 from l40sbench.errors import UserError
 

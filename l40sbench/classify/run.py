@@ -14,8 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import paths, peak, tfds_source
-from l40sbench.classify import data as data_mod
+from l40sbench import paths, peak
+from l40sbench.data import tfds_source
+from l40sbench.data import folders as data_mod
 from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig

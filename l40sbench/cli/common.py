@@ -44,7 +44,7 @@ def data_flags(args) -> dict:
         if args.tfds_splits or args.tfds_data_dir:
             raise UserError("--tfds-data-dir and --tfds-splits go with --data tfds:NAME")
         return {"data": None if args.data is None else Path(args.data)}
-    from l40sbench.tfds_source import TfdsRef
+    from l40sbench.data.tfds_source import TfdsRef
 
     ref = TfdsRef.parse(args.data, args.tfds_data_dir, args.tfds_splits)
     return {"data": args.data, "tfds_data_dir": ref.data_dir, "tfds_splits": ref.splits}

@@ -29,7 +29,7 @@ def add(subparsers) -> None:
 
 
 def _is_voc(root: Path) -> bool:
-    from l40sbench.detect.voc import SPLIT_DIRS
+    from l40sbench.data.voc import SPLIT_DIRS
 
     return any(any((root / d).glob("*.xml")) for d in SPLIT_DIRS["train"] if (root / d).is_dir())
 
@@ -43,7 +43,7 @@ def _cmd_datasets_stats(args) -> int:
 
     task = args.task or ("detect" if args.data is not None and _is_voc(args.data) else "classify")
     if task == "detect":
-        from l40sbench.detect import voc
+        from l40sbench.data import voc
         from l40sbench.detect.run import standin_path as fruit_path
         from l40sbench.detect.standin import ensure_standin as fruit_standin
 
@@ -56,7 +56,7 @@ def _cmd_datasets_stats(args) -> int:
         _print_unreadable([path for _, skipped in splits.values() for path in skipped])
         return 0
 
-    from l40sbench.classify import data as data_mod
+    from l40sbench.data import folders as data_mod
     from l40sbench.classify.run import standin_path
     from l40sbench.classify.standin import ensure_standin
 
@@ -69,7 +69,7 @@ def _cmd_datasets_stats(args) -> int:
 
 
 def _tfds_stats(args) -> int:
-    from l40sbench import tfds_source
+    from l40sbench.data import tfds_source
     from l40sbench.report import tables
 
     ref = tfds_source.TfdsRef.parse(args.data, args.tfds_data_dir, args.tfds_splits)

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from l40sbench.detect.voc import VocImage
+from l40sbench.data.voc import VocImage
 
 
 def coco_ground_truth(annotations: Sequence[VocImage], classes: Sequence[str]) -> dict:

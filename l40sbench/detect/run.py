@@ -17,12 +17,13 @@ from typing import Callable
 
 import numpy as np
 
-from l40sbench import paths, peak, tfds_source
+from l40sbench import paths, peak
+from l40sbench.data import tfds_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
 from l40sbench.core.timing import EpochClock, eta_seconds, probe_interleaved, probe_latency
-from l40sbench.detect import voc
+from l40sbench.data import voc
 from l40sbench.detect.bases import DETECTORS, experiment_config
 from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
 from l40sbench.detect import runtimes as det_runtimes
@@ -34,7 +35,7 @@ from l40sbench.runtimes.child import stack_outputs
 from l40sbench.runtimes.measure import measure_runtimes
 from l40sbench.runtimes.registry import resolve
 from l40sbench.settings import COMPUTE_DTYPES
-from l40sbench.images import decode_rgb
+from l40sbench.data.images import decode_rgb
 
 Log = Callable[[str], None]
 Save = Callable[[dict], None]

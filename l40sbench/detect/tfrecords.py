@@ -16,8 +16,8 @@ from typing import Sequence
 
 import cv2
 
-from l40sbench.detect.voc import VocImage
-from l40sbench.images import decode_rgb
+from l40sbench.data.voc import VocImage
+from l40sbench.data.images import decode_rgb
 
 CONVERTER_VERSION = 1
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from l40sbench.errors import UserError
-from l40sbench.images import decode_rgb, is_image_name, resize_square
+from l40sbench.data.images import decode_rgb, is_image_name, resize_square
 
 SPLITS = ("train", "test")
 # Bump when decoding or resizing changes, so old cache entries are not reused.

@@ -16,7 +16,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 
 from l40sbench.errors import UserError
-from l40sbench.images import decode_rgb, is_image_name
+from l40sbench.data.images import decode_rgb, is_image_name
 
 Log = Callable[[str], None]
 # The Kaggle archive unpacks to train_zip/train and test_zip/test; plain train/test also work.

@@ -196,7 +196,7 @@ def load_classification(ref: TfdsRef, image_size: int, *, limit: int | None, str
     The cache key is the set's name, version and splits, the features taken, the size and the
     limit, so a second run reads neither TFDS nor a single image again.
     """
-    from l40sbench.classify import data as data_mod
+    from l40sbench.data import folders as data_mod
 
     builder = open_builder(ref, log)
     splits = resolve_splits(builder, ref)
@@ -251,8 +251,8 @@ def _materialise(builder, ref: TfdsRef, split: str, image_key: str, names, folde
     import json
 
     from l40sbench.core.records import write_atomic
-    from l40sbench.detect.voc import VocImage, VocObject
-    from l40sbench.images import decode_rgb
+    from l40sbench.data.voc import VocImage, VocObject
+    from l40sbench.data.images import decode_rgb
 
     tag = re.sub(r"[^A-Za-z0-9]+", "_", split)
     index_path = folder / f"{tag}.json"
