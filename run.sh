@@ -5,14 +5,34 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="$here/.venv"
-python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+# The Python versions every pinned package publishes wheels for, newest first; pyproject.toml's
+# requires-python says the same (tests/test_cli.py checks that the two agree).
+supported=(3.13 3.12 3.11)
+
+version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
+pick_python() {  # $PYTHON if set, else the newest supported interpreter on the PATH that runs
+  local candidates=() candidate version
+  if [ -n "${PYTHON:-}" ]; then candidates=("$PYTHON"); else
+    for version in "${supported[@]}"; do candidates+=("python$version"); done
+    candidates+=(python3)
+  fi
+  for candidate in "${candidates[@]}"; do
+    version="$(version_of "$candidate")" || continue
+    for want in "${supported[@]}"; do
+      if [ "$version" = "$want" ]; then echo "$candidate"; return 0; fi
+    done
+  done
+  return 1
+}
 
 if [ ! -x "$venv/bin/python" ]; then
-  if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-    echo "run.sh: Python 3.11 is needed (TensorFlow 2.20 pins); found $("$python" --version 2>&1 | head -n 1). Set PYTHON=/path/to/python3.11." >&2
+  if ! python="$(pick_python)"; then
+    found="${PYTHON:-python3}: $(version_of "${PYTHON:-python3}" || echo 'does not run')"
+    echo "run.sh: needs Python ${supported[-1]} to ${supported[0]} (the versions TensorFlow 2.20 and every other pin publish wheels for); found ${found}. Set PYTHON=/path/to/python3.12 or install one of them." >&2
     exit 2
   fi
-  echo "run.sh: creating $venv with $python" >&2
+  echo "run.sh: creating $venv with $python (Python $(version_of "$python"))" >&2
   "$python" -m venv "$venv"
 fi
 stamp="$venv/.l40sbench-pyproject.sha256"

@@ -1,5 +1,7 @@
 """Bad input ends in one clear line and exit code 2; --help stays light."""
 
+import os
+import shutil
 import subprocess
 import sys
 
@@ -7,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, run_cli
 
 
 def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload=None):
@@ -193,3 +195,31 @@ def test_an_unwritable_output_dir_fails_before_any_work(tmp_path):
     result = run_cli("classify", "--data", root, "--output-dir", "/proc/l40sbench/out", "--epochs", "1")
     assert_one_line_exit_2(result, "cannot write results to /proc/l40sbench/out")
     assert "decoding" not in result.stderr and "loading TensorFlow" not in result.stderr
+
+
+def _run_sh_versions() -> list[str]:
+    line = next(line for line in (REPO / "run.sh").read_text().splitlines() if line.startswith("supported=("))
+    return line[len("supported=("):line.index(")")].split()
+
+
+def test_run_sh_and_pyproject_name_the_same_python_versions():
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"])
+    in_range = [f"3.{minor}" for minor in range(6, 20) if f"3.{minor}.0" in spec]
+    assert sorted(_run_sh_versions(), key=lambda v: int(v.split(".")[1])) == in_range
+    assert _run_sh_versions() == sorted(_run_sh_versions(), key=lambda v: -int(v.split(".")[1]))  # newest first
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in in_range
+
+
+def test_run_sh_refuses_an_unsupported_python_in_one_line(tmp_path):
+    for name in ("run.sh", "pyproject.toml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    env = {**os.environ, "PYTHON": sys.executable.replace("python", "no-such-python")}
+    result = subprocess.run(["bash", str(tmp_path / "run.sh"), "--help"], capture_output=True, text=True, env=env,
+                            timeout=60)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("run.sh: needs Python 3.11 to 3.13") and "does not run" in result.stderr
+    assert not (tmp_path / ".venv").exists()
