@@ -14,6 +14,7 @@ def keras_policy(precision: str) -> str:
     return "float32" if precision == "fp32" else precision
 
 
+MAX_PORT = 65535
 ARTICLE_BATCH_SIZE = 16
 ARTICLE_WARMUP = 1  # the first test image is excluded from the latency statistics
 
@@ -44,3 +45,21 @@ def check_runtime_settings(config: object) -> None:
     if not names or unknown or ("all" in names and len(names) > 1) or len(set(names)) != len(names):
         raise ValueError(f"runtimes must be distinct names from {', '.join(RUNTIMES.names())}, or all alone. "
                          f"Received: runtimes={list(names)}")
+
+
+def check_cluster_settings(config: object) -> None:
+    """worker_hosts: distinct host:port entries; task_index: this host's place among them.
+
+    Raises:
+      ValueError: naming the field and the value received.
+    """
+    require_at_least(config, ("task_index",), 0)
+    hosts = tuple(config.worker_hosts)
+    for host in hosts:
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+            raise ValueError(f"worker hosts must be host:port with a port from 1 to {MAX_PORT}. Received: {host!r}")
+    if len(set(hosts)) != len(hosts):
+        raise ValueError(f"worker_hosts must not repeat a value. Received: worker_hosts={list(hosts)}")
+    if hosts and config.task_index >= len(hosts):
+        raise ValueError(f"task_index must be < the {len(hosts)} worker hosts. Received: task_index={config.task_index}")

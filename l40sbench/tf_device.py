@@ -1,6 +1,10 @@
-"""TensorFlow device facts both pipelines need (imported only where TF is)."""
+"""TensorFlow device facts and placement the pipelines and the sweep share (imported only where TF is)."""
 
 from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
 
 from l40sbench.core.timing import Sync, no_sync
 
@@ -16,3 +20,157 @@ def device_sync() -> Sync:
     import tensorflow as tf
 
     return tf.test.experimental.sync_devices if has_gpu() else no_sync
+
+
+def configure_devices(devices: int, memory_limit_gb: float | None = None, multi_worker: bool = False) -> str:
+    """Makes `devices` local devices visible and returns their kind, "GPU" or "CPU".
+
+    Only physical-device calls here: TensorFlow's runtime must not start before
+    a multi-worker strategy configures its collectives.
+
+    Raises:
+      ValueError: more GPUs asked for than are visible.
+    """
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if devices > len(gpus):
+            raise ValueError(f"{devices} devices asked, {len(gpus)} GPU(s) visible")
+        tf.config.set_visible_devices(gpus[:devices], "GPU")
+        for gpu in gpus[:devices]:
+            if memory_limit_gb:
+                tf.config.set_logical_device_configuration(
+                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=int(memory_limit_gb * 1024))])
+            else:
+                tf.config.experimental.set_memory_growth(gpu, True)
+        return "GPU"
+    if devices > 1 and not multi_worker:
+        # The CPU split into logical devices: the multi-device path, runnable without a GPU.
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
+    return "CPU"
+
+
+def physical_gpus() -> int:
+    import tensorflow as tf
+
+    return len(tf.config.list_physical_devices("GPU"))
+
+
+def cluster_env(worker_hosts: tuple[str, ...], task_index: int) -> str:
+    """TF_CONFIG for this worker, as tf.distribute reads it."""
+    return json.dumps({"cluster": {"worker": list(worker_hosts)}, "task": {"type": "worker", "index": task_index}})
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where training runs: a tf.distribute strategy over `count` local devices (x `workers` hosts), or None."""
+
+    strategy: object | None
+    count: int
+    kind: str
+    names: tuple[str, ...]
+    workers: int = 1
+    facts: dict = field(default_factory=dict)
+
+    @property
+    def replicas(self) -> int:
+        return self.count * self.workers
+
+    def record(self, batch_per_device: int) -> dict:
+        """The result's `devices` block: where training ran, and its global batch."""
+        return {"count": self.count, "workers": self.workers, "replicas": self.replicas, "kind": self.kind,
+                "names": list(self.names), **self.facts, "batch_per_device": batch_per_device,
+                "global_batch": batch_per_device * self.replicas,
+                "inference": f"one device ({self.names[0]}): the latency probe serves one image at a time"}
+
+    def after_training(self, weights, before: list) -> dict:
+        """What training did to the weights: the largest change from `before` (0.0: nothing learned) and,
+        with a strategy, the largest difference between the replicas' copies (0.0: in sync)."""
+        import numpy as np
+
+        after = [np.asarray(w, np.float64) for w in weights]
+        facts = {"trained_weight_max_change": max(
+            (float(np.max(np.abs(a - b))) for a, b in zip(after, before) if b.size), default=0.0),
+            # the same on every host of a multi-worker run, whose replicas each see only their own copy
+            "trained_weight_checksum": float(sum(np.sum(a) for a in after))}
+        if self.strategy is not None:
+            facts["replica_weight_max_difference"] = replica_spread(weights)
+        return facts
+
+    def scope(self):
+        import contextlib
+
+        return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
+
+
+def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task_index: int = 0) -> Placement:
+    """The strategy a fine-tune trains under: none for one local device (the plain path), MirroredStrategy
+    over the first `devices` of `available` configured devices, MultiWorkerMirroredStrategy across hosts.
+
+    Call it before any TensorFlow op runs: the multi-worker strategy must set up its collectives first.
+    """
+    import tensorflow as tf
+
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    cores = os.cpu_count() or 1
+    if not gpus and worker_hosts and devices > 1:
+        raise ValueError("several workers need GPUs for more than one device each: a worker without one runs "
+                         "its collectives on one CPU device")
+    if not gpus and available > cores:
+        raise ValueError(f"more logical devices than this CPU has cores ({cores}); each device needs at least one")
+    if worker_hosts:
+        os.environ["TF_CONFIG"] = cluster_env(worker_hosts, task_index)
+        configure_devices(devices, multi_worker=True)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        names = tuple(strategy.extended.worker_devices)
+        return Placement(strategy, len(names), _kind(names), names, workers=len(worker_hosts),
+                         facts={"strategy": "MultiWorkerMirroredStrategy", "task_index": task_index,
+                                "worker_hosts": list(worker_hosts)})
+    try:
+        kind = configure_devices(available)
+    except RuntimeError:  # TensorFlow already started in this process (an earlier count of a --devices list)
+        kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    local = [d.name for d in tf.config.list_logical_devices(kind)]
+    if len(local) < devices:
+        raise ValueError(f"{devices} devices asked, {len(local)} {kind} device(s) configured in this process")
+    if devices == 1:
+        return Placement(None, 1, _kind(local[:1]), tuple(local[:1]), facts={"strategy": "none (one device)"})
+    strategy = tf.distribute.MirroredStrategy(devices=local[:devices])
+    names = tuple(strategy.extended.worker_devices)
+    return Placement(strategy, len(names), _kind(names), names, facts={"strategy": "MirroredStrategy"})
+
+
+def place_for(config) -> Placement:
+    """`place` for a run config (devices, devices_available, and worker_hosts and task_index where it has them).
+
+    Raises:
+      UserError: more devices than the machine has, or a split the CPU cannot make.
+    """
+    from l40sbench.errors import UserError
+
+    try:
+        return place(config.devices, config.devices_available or config.devices,
+                     tuple(getattr(config, "worker_hosts", ())), getattr(config, "task_index", 0))
+    except ValueError as exc:
+        raise UserError(f"--devices {config.devices}: {exc}") from None
+
+
+def _kind(names) -> str:
+    return "GPU" if any("GPU" in n for n in names) else "CPU (logical devices of one CPU: they share its cores)"
+
+
+def replica_spread(variables) -> float:
+    """The largest difference between the replicas' copies of any variable (0.0: in sync; one copy: 0.0)."""
+    import numpy as np
+
+    worst = 0.0
+    for variable in variables:
+        inner = getattr(variable, "value", None)  # Keras 3 wraps a tf.Variable; tf_keras weights are one (value())
+        inner = variable if inner is None or callable(inner) else inner
+        copies = getattr(inner, "values", None) or ()
+        arrays = [np.asarray(copy) for copy in copies]
+        for other in arrays[1:]:
+            worst = max(worst, float(np.max(np.abs(other - arrays[0]))) if other.size else 0.0)
+    return worst

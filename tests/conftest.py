@@ -1,4 +1,5 @@
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,14 @@ def tiny_runs(tmp_path_factory):
     for name, args in runs.items():
         assert cli.main([*args, "--output-dir", str(root / name)]) == 0, name
     return {name: root / name for name in runs}
+
+
+def local_hosts(count: int) -> str:
+    """--worker-hosts for `count` workers on 127.0.0.1, each on a port free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ",".join(f"127.0.0.1:{port}" for port in ports)

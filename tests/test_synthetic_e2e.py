@@ -2,14 +2,13 @@
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, local_hosts, run_cli
 
 TINY = ("--steps", "2", "--warmup-steps", "1")
 
@@ -150,18 +149,8 @@ def test_ctrl_c_keeps_finished_configurations(tmp_path):
     assert record["complete"] is False and len(record["rows"]) == len(_rows(out)) >= 1
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def test_two_local_workers_train_under_multi_worker_mirrored_strategy(tmp_path):
-    hosts = ",".join(f"127.0.0.1:{port}" for port in _free_ports(2))
+    hosts = local_hosts(2)
     args = [sys.executable, "-m", "l40sbench", "synthetic", "--models", "lenet", "--batch-sizes", "4", *TINY,
             "--worker-hosts", hosts]
     worker = subprocess.Popen(args + ["--task-index", "1", "--output-dir", str(tmp_path / "w1")], cwd=REPO,

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
-from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings, check_runtime_settings
+from l40sbench.settings import (ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_cluster_settings, check_run_settings,
+                                check_runtime_settings)
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,17 @@ class ClassifyConfig:
     warmup: int = ARTICLE_WARMUP
     runtimes: tuple[str, ...] = ("tf",)
     runtime_precision: str = "fp32"
+    devices: int = 1  # training replicas on this host (batch_size is per device); inference uses one
+    devices_available: int | None = None  # devices configured in the process (a --devices list's largest)
+    worker_hosts: tuple[str, ...] = ()  # MultiWorkerMirroredStrategy across these hosts; index 0 writes
+    task_index: int = 0
 
     def __post_init__(self):
-        require_at_least(self, ("epochs", "image_size"), 1)
+        require_at_least(self, ("epochs", "image_size", "devices", "devices_available"), 1)
+        check_cluster_settings(self)
+        if self.devices_available is not None and self.devices_available < self.devices:
+            raise ValueError(f"devices_available must be at least devices ({self.devices}). "
+                             f"Received: devices_available={self.devices_available}")
         check_run_settings(self)
         check_runtime_settings(self)
         if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):

@@ -105,22 +105,26 @@ def make_forward(model, image_size: int, xla: bool):
     return forward
 
 
-def _compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log):
-    """Returns (compiled model, weights label); imports TensorFlow on first use."""
+def _compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log, placement=None):
+    """Returns (compiled model, weights label), built and compiled under `placement`'s strategy if any;
+    imports TensorFlow on first use."""
+    import contextlib
+
     import tensorflow  # noqa: F401  (heavy: imported once the inputs are known good)
 
     _set_up_keras(config)
     import keras
 
     spec = BASES.get(config.base)
-    base, weights_label = build_base(spec, image_size, config.weights, log)
-    model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-3),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-        jit_compile=config.xla,
-    )
+    with placement.scope() if placement is not None else contextlib.nullcontext():
+        base, weights_label = build_base(spec, image_size, config.weights, log)
+        model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-3),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            jit_compile=config.xla,
+        )
     return model, weights_label
 
 
@@ -169,6 +173,12 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     image_size = resolve_image_size(config)
     if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
         raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
+    from l40sbench.tf_device import place_for
+
+    # Before any TensorFlow op (a TFDS set runs some): a multi-worker strategy sets up its collectives first,
+    # and the CPU can be split into logical devices only while TensorFlow has not started.
+    several = (config.devices_available or config.devices) > 1 or config.worker_hosts
+    placement = place_for(config) if several else None
     images, source = load_dataset(config, image_size, log)
     dataset = DatasetInfo(
         source=source,
@@ -179,7 +189,9 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     )
 
     log(f"loading TensorFlow and building {spec.name} at {image_size}x{image_size} ...")
-    model, weights_label = _compiled_model(config, image_size, len(images.classes), log)
+    placement = placement or place_for(config)
+    model, weights_label = _compiled_model(config, image_size, len(images.classes), log, placement)
+    devices = placement.record(config.batch_size)
     sync = device_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
     log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
@@ -212,41 +224,56 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
             inference=inference,
             accuracy=accuracy or {},
             utilisation=utilisation or {},
+            devices=devices,
         )
 
     def on_epoch(epoch: int, seconds: float, logs: dict) -> None:
         done = epoch + 1
         losses.append(logs.get("loss", float("nan")))
-        # The clock has stopped: scoring the test split is not epoch time.
-        scores = model.evaluate(images.x["test"], images.y["test"], batch_size=config.batch_size, verbose=0,
-                                return_dict=True)
-        test_accuracy.append(scores["accuracy"])
+        if placement.workers == 1:  # Keras 3's evaluate does not run across hosts either (across_hosts)
+            # The clock has stopped: scoring the test split is not epoch time.
+            scores = model.evaluate(images.x["test"], images.y["test"], batch_size=config.batch_size, verbose=0,
+                                    return_dict=True)
+            test_accuracy.append(scores["accuracy"])
+            logs = {**logs, "test_accuracy": scores["accuracy"]}
         wall_at_epoch.append(time.perf_counter() - wall["started"])
-        logs = {**logs, "test_accuracy": scores["accuracy"]}
         eta = eta_seconds(clock.epoch_seconds, config.epochs - done)
         metrics = "  ".join(f"{k} {v:.4f}" for k, v in sorted(logs.items()) if isinstance(v, (int, float)))
         log(f"epoch {done}/{config.epochs}: {seconds:.3f} s  {metrics}  ETA {eta:.0f} s")
         save(record(False).to_dict())
 
     save(record(False).to_dict())
-    log(f"training {config.epochs} epoch(s), batch {config.batch_size}, {dataset.train_images} images ...")
+    global_batch = devices["global_batch"]
+    log(f"training {config.epochs} epoch(s), batch {global_batch}, {dataset.train_images} images"
+        + (f", {config.batch_size} per device on {placement.replicas} replicas ({placement.facts['strategy']}: "
+           f"{', '.join(placement.names)})" if placement.strategy is not None else "") + " ...")
+    before = [np.array(w) for w in model.trainable_weights]
     wall["started"] = time.perf_counter()
     try:
-        model.fit(
-            images.x["train"],
-            images.y["train"],
-            batch_size=config.batch_size,
-            epochs=config.epochs,
-            shuffle=True,
-            verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
-            callbacks=[_epoch_callback(clock, on_epoch)],
-        )
+        if placement.workers > 1:
+            from l40sbench.classify.across_hosts import TRAINING_LOOP, fit_across_hosts
+
+            devices["training_loop"] = TRAINING_LOOP
+            fit_across_hosts(model, images.x["train"], images.y["train"], global_batch=global_batch,
+                             epochs=config.epochs, strategy=placement.strategy, seed=config.seed,
+                             callback=_epoch_callback(clock, on_epoch))
+        else:
+            model.fit(
+                images.x["train"],
+                images.y["train"],
+                batch_size=global_batch,
+                epochs=config.epochs,
+                shuffle=True,
+                verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
+                callbacks=[_epoch_callback(clock, on_epoch)],
+            )
     except BaseException:
         wall["seconds"] = time.perf_counter() - wall["started"]
         save(record(False).to_dict())
         raise
     sync()
     wall["seconds"] = time.perf_counter() - wall["started"]
+    devices.update(placement.after_training(model.trainable_weights, before))
 
     log(f"inference: {dataset.test_images} test images one at a time, first {config.warmup} excluded ...")
     stats, accuracy, probabilities = _measure_inference(model, images, image_size, config, sync)

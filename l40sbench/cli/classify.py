@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from l40sbench.classify.bases import BASES
-from l40sbench.cli.common import add_run_flags, add_runtime_flags, data_flags, make_config, run_and_report
+from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, data_flags, device_counts,
+                                   make_config)
+from l40sbench.cli.runs import run_device_counts
 
 
 def add(subparsers) -> None:
@@ -34,6 +36,7 @@ def add(subparsers) -> None:
     p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
     add_run_flags(p)
     p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
+    add_device_flags(p, hosts=True)
     add_runtime_flags(p)
     p.set_defaults(func=run)
 
@@ -48,6 +51,7 @@ def run(args) -> int:
         image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+        worker_hosts=args.worker_hosts, task_index=args.task_index,
     )
     BASES.get(config.base)  # an unknown base fails before anything is loaded
-    return run_and_report("classify", config, run_classify)
+    return run_device_counts("classify", config, run_classify, device_counts(args.devices))

@@ -1,11 +1,11 @@
 """What several commands share: the one-line argparse errors, exit codes, the data, run and runtime
-flag groups, list and number flag types, and the run folder and summary of a classify or detect run.
+flag groups, list and number flag types, the run id and output folder. A classify or detect run's folder
+and summary are in `runs`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as _dt
 import math
 import sys
@@ -78,6 +78,38 @@ def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
                         "so in its row (default: fp32)")
 
 
+def add_device_flags(p, hosts: bool) -> None:
+    """--devices (and, where the pipeline runs across hosts, --worker-hosts and --task-index)."""
+    p.add_argument("--devices", type=device_list, default=(1,), metavar="N|all|LIST",
+                   help="train on N devices under tf.distribute.MirroredStrategy, the batch given per device "
+                        "(global batch = batch x N): N GPUs, or N logical devices of the CPU where there is no "
+                        "GPU (they share its cores); all: every GPU; a list such as 1,2,4 runs once per count "
+                        "and reports the scaling efficiency. Inference stays on one device (default: 1)")
+    if hosts:
+        p.add_argument("--worker-hosts", type=name_list, default=(), metavar="HOST:PORT,...",
+                       help="train across hosts with MultiWorkerMirroredStrategy: start the same command on every "
+                            "host with the same list and its own --task-index; the chief (0) writes the record")
+        p.add_argument("--task-index", type=int, default=0, help="this host's index in --worker-hosts (default: 0)")
+
+
+def device_list(text: str) -> tuple:
+    return ("all",) if text.strip() == "all" else int_list(text)
+
+
+def device_counts(values: tuple) -> tuple[int, ...]:
+    """--devices as counts: `all` is every GPU (TensorFlow asked), or 1 where there is none."""
+    if values != ("all",):
+        if min(values) < 1:
+            raise UserError(f"--devices must be at least 1. Received: {min(values)}")
+        return tuple(values)
+    from l40sbench.tf_device import physical_gpus
+
+    gpus = physical_gpus()
+    if not gpus:
+        log("--devices all: no GPU visible, so one device")
+    return (gpus or 1,)
+
+
 def int_list(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
@@ -131,56 +163,6 @@ def prepare_output_dir(path: Path) -> None:
             pass
     except OSError as exc:
         raise UserError(f"cannot write results to {path}: {exc.strerror or exc}") from None
-
-
-def run_and_report(task: str, config, runner) -> int:
-    """Runs runner(config, log, save) writing results as it goes, then prints the summary."""
-    from l40sbench.core.records import write_result
-    from l40sbench.report import tables
-
-    output_dir = config.output_dir or Path("results") / run_id(task, config.base)
-    prepare_output_dir(output_dir)
-    config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
-    saved: dict = {}
-
-    def save(record: dict) -> None:
-        saved["path"] = write_result(output_dir, record)
-        saved["record"] = record
-
-    try:
-        result = runner(config, log=log, save=save).to_dict()
-    except KeyboardInterrupt:
-        if "path" in saved:
-            record = saved["record"]
-            rows = len((record.get("inference") or {}).get("runtimes") or ())
-            if record.get("complete") and rows:  # training and tf's probe were done: a runtime was stopped
-                log(f"interrupted: the run and {rows} runtime row(s) kept in {saved['path']}")
-            else:
-                log(f"interrupted: {record['train']['epochs']} finished epoch(s) kept in {saved['path']} "
-                     "(complete: false)")
-        else:
-            log("interrupted before anything was measured")
-        return EXIT_INTERRUPTED
-    print()
-    print(tables.environment_block(result["env"]))
-    print()
-    print(f"Data: {result['dataset']['source']}  weights: {result['weights']}  "
-          f"input: {result['config']['image_size']}px  precision: {result['config']['precision']}")
-    print()
-    print(tables.training_table([result]))
-    print()
-    print(tables.inference_table([result]))
-    print()
-    runtimes = tables.runtime_table(result)
-    if runtimes:
-        print("Inference by runtime (batch 1, fastest first; precision: what the runtime runs, and what it was "
-              "asked for where that differs):")
-        print(runtimes)
-        print()
-    print(tables.accuracy_lines(result))
-    print(tables.utilisation_line(result))
-    print(f"results: {saved['path']} and result.csv")
-    return 0
 
 
 def make_config(cls, **values):

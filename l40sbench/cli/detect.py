@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import (add_run_flags, add_runtime_flags, data_flags, finite, make_config, name_list,
-                                   run_and_report)
+from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, data_flags, device_counts,
+                                   finite, make_config, name_list)
+from l40sbench.cli.runs import run_device_counts
 
 
 def add(subparsers) -> None:
@@ -41,6 +42,7 @@ def add(subparsers) -> None:
                    help="save the trained model as a SavedModel in DIR (new or empty), serving the signature that "
                         "was timed: uint8 image [1, H, W, 3] in, boxes, classes, scores, num_detections out")
     add_run_flags(p)
+    add_device_flags(p, hosts=False)
     add_runtime_flags(p)
     p.set_defaults(func=run)
 
@@ -59,4 +61,4 @@ def run(args) -> int:
         export=args.export, strict=args.strict, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     DETECTORS.get(config.base)
-    return run_and_report("detect", config, run_detect)
+    return run_device_counts("detect", config, run_detect, device_counts(args.devices))

@@ -180,6 +180,10 @@ class RunResult:
     notes: dict = field(default_factory=dict)
     # achieved GFLOP/s over env.peak, training and inference (peak.run_utilisation)
     utilisation: dict = field(default_factory=dict)
+    # where training ran: device count and kind, strategy, batch per device and global batch, replicas in sync
+    devices: dict = field(default_factory=dict)
+    # a --devices list: this count's epoch time against one device's (classify.scaling)
+    scaling: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

@@ -17,7 +17,8 @@ TASKS = ("classify", "detect", "synthetic")
 # kind names: "number" (int or float, not bool), "int", "str", "dict", "list",
 # "numbers" (a list of numbers); a trailing "?" allows null, a leading "~" allows absence.
 RUN = {"base": "str", "config": "dict", "env": "dict", "train": "dict", "accuracy": "dict", "inference": "dict?",
-       "~complete": "bool", "~utilisation": "dict"}
+       "~complete": "bool", "~utilisation": "dict", "~devices": "dict",
+       "~scaling": "dict"}
 TRAIN = {"epochs": "int", "epoch_seconds": "numbers", "total_seconds": "number?", "first_epoch_seconds": "number?",
          "steady_epoch_seconds": "number?", "~batch_size": "int?", "~wall_seconds": "number?",
          "~wall_seconds_at_epoch": "numbers", "~test_metric_per_epoch": "numbers", "~loss_per_epoch": "numbers"}

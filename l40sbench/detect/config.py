@@ -40,9 +40,11 @@ class DetectConfig:
     strict: bool = False
     runtimes: tuple[str, ...] = ("tf",)
     runtime_precision: str = "fp32"
+    devices: int = 1  # training replicas (batch_size is per device); inference uses one
+    devices_available: int | None = None  # devices configured in the process (a --devices list's largest)
 
     def __post_init__(self):
-        require_at_least(self, ("epochs",), 1)
+        require_at_least(self, ("epochs", "devices", "devices_available"), 1)
         check_run_settings(self)
         check_runtime_settings(self)
         if not 64 <= self.image_size <= MAX_IMAGE_SIZE or self.image_size % 32:

@@ -102,6 +102,34 @@ def _optimizer(task, experiment, batch_size: int, total_steps: int):
     return task.create_optimizer(optimizer_config, experiment.runtime)
 
 
+def _train_step(task, experiment, model, optimizer, placement):
+    """(one training step -> its loss, the loss-component metrics), called inside the placement's scope.
+
+    One device: the task's own train_step in a tf.function, as always. Several: Model Garden's Trainer,
+    which feeds each replica its share of the global batch (orbit's distributed dataset) and runs the
+    task's train_step under strategy.run, the loss scaled by the replica count as the task does it.
+    """
+    import tensorflow as tf
+
+    if placement.strategy is None:
+        batches = iter(task.build_inputs(experiment.task.train_data))
+        metrics = task.build_metrics(training=True)  # Model Garden's loss components, averaged per epoch
+        step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer, metrics=metrics))
+        return (lambda: float(step(next(batches))["loss"])), metrics
+    from official.core import base_trainer
+
+    trainer = base_trainer.Trainer(experiment, task, model=model, optimizer=optimizer, train=True, evaluate=False)
+    batches = iter(trainer.train_dataset)
+    step = tf.function(lambda: trainer.train_step(batches))
+
+    def run() -> float:
+        trainer.train_loss.reset_state()  # a running mean: reset, it holds this step's loss alone
+        step()
+        return float(trainer.train_loss.result())
+
+    return run, trainer.train_metrics
+
+
 def _serving(experiment, model, image_size: int):
     """Model Garden's export module, its serving signature, and that signature's two stages.
 
@@ -221,6 +249,10 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
                         f"(its coarsest feature level has a stride of {spec.min_size})")
     _check_checkpoint(config.init_checkpoint)
     _check_export_dir(config.export)
+    from l40sbench.tf_device import device_sync, has_gpu, place_for
+
+    # The CPU can be split into logical devices only before TensorFlow starts (a TFDS set starts it).
+    placement = place_for(config) if (config.devices_available or config.devices) > 1 else None
     train, test, classes, source, skipped, dropped = load_annotations(config, log)
     dataset = DatasetInfo(
         source=source, train_images=len(train), test_images=len(test),
@@ -234,22 +266,25 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     from official.modeling import performance
 
     from l40sbench.detect.tfrecords import cached_tfrecord
-    from l40sbench.tf_device import device_sync, has_gpu
 
+    placement = placement or place_for(config)
+    devices = placement.record(config.batch_size)
+    global_batch = devices["global_batch"]
     tf.keras.utils.set_random_seed(config.seed)
     dtype = COMPUTE_DTYPES[config.precision]
     performance.set_mixed_precision_policy(dtype)
     cache = paths.cache_dir()
     experiment = experiment_config(
-        spec, num_classes=len(classes), image_size=config.image_size, batch_size=config.batch_size,
+        spec, num_classes=len(classes), image_size=config.image_size, batch_size=global_batch,
         train_path=str(cached_tfrecord(train, classes, cache, "train")),
         eval_path=str(cached_tfrecord(test, classes, cache, "test")),
         init_checkpoint=config.init_checkpoint,
     )
     experiment.runtime.mixed_precision_dtype = dtype
     task = task_factory.get_task(experiment.task)
-    model = task.build_model()
-    task.initialize(model)
+    with placement.scope():
+        model = task.build_model()
+        task.initialize(model)
 
     components: dict[str, list[float]] = {}
     notes: dict = {"loss_components_per_epoch": components}
@@ -261,11 +296,10 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         if epochs == 1:
             log(f"no GPU visible: training 1 epoch instead of the article's {ARTICLE_EPOCHS} (give --epochs to choose)")
             notes["epochs_defaulted_for_cpu"] = True
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    optimizer = _optimizer(task, experiment, config.batch_size, epochs * steps_per_epoch)
-    batches = iter(task.build_inputs(experiment.task.train_data))
-    metrics = task.build_metrics(training=True)  # Model Garden's loss components, averaged per epoch
-    train_step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer, metrics=metrics))
+    steps_per_epoch = math.ceil(len(train) / global_batch)
+    with placement.scope():
+        optimizer = _optimizer(task, experiment, global_batch, epochs * steps_per_epoch)
+        train_step, metrics = _train_step(task, experiment, model, optimizer, placement)
 
     sync = device_sync()
     clock = EpochClock(sync=sync)
@@ -291,12 +325,14 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
             train=TrainResult.from_times(clock.summary(), config.batch_size, losses,
                                          wall_seconds=wall.get("seconds"), wall_seconds_at_epoch=wall_at_epoch),
             weights=weights, model=model_info, inference=inference, accuracy=accuracy or {}, notes=notes,
-            utilisation=utilisation or {},
+            utilisation=utilisation or {}, devices=devices,
         )
 
     save(record(False).to_dict())
-    log(f"training {epochs} epoch(s) of {steps_per_epoch} step(s), batch {config.batch_size}, "
-        f"{len(train)} images, {len(classes)} classes ...")
+    log(f"training {epochs} epoch(s) of {steps_per_epoch} step(s), batch {global_batch}, "
+        f"{len(train)} images, {len(classes)} classes"
+        + (f", on {placement.replicas} replicas ({', '.join(placement.names)})" if placement.strategy else "") + " ...")
+    before = [np.array(w) for w in model.trainable_weights]
     started = time.perf_counter()
     try:
         for epoch in range(epochs):
@@ -306,7 +342,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
             step_losses, step_seconds = [], []  # step times for the progress line only; the epoch clock measures
             for step in range(steps_per_epoch):
                 begun = time.perf_counter()
-                step_losses.append(float(train_step(next(batches))["loss"]))
+                step_losses.append(train_step())
                 step_seconds.append(time.perf_counter() - begun)
                 if epoch == 0:
                     left = eta_seconds(step_seconds, steps_per_epoch - step - 1)
@@ -327,6 +363,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         raise
     sync()
     wall["seconds"] = time.perf_counter() - started
+    devices.update(placement.after_training(model.trainable_weights, before))
     if notes.get("epochs_defaulted_for_cpu"):
         projected = clock.epoch_seconds[0] * ARTICLE_EPOCHS
         notes["projected_article_protocol_seconds"] = projected
@@ -343,7 +380,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
         env["peak"], config.precision, _forward_gflops(serving, config.image_size),
         train_flops_per_forward=3, train_convention="3 x forward (every layer trains: forward, then gradients "
                                                     "for activations and weights)",
-        train_images_per_second=steps_per_epoch * config.batch_size / epoch_seconds if epoch_seconds else None,
+        train_images_per_second=steps_per_epoch * global_batch / epoch_seconds if epoch_seconds else None,
         inference_images_per_second=inference.images_per_second,
     )
     result = record(True, inference, accuracy, utilisation)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from l40sbench.core.env import gpu_models
+from l40sbench.report.inputs import replicas
 from l40sbench.report.tables import clock_epoch_seconds, wall_epoch_seconds
 
 KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size")
@@ -43,6 +44,11 @@ class Line:
 
 def _gpus(record: dict) -> int:
     return len(gpu_models(record.get("env") or {})) or 1
+
+
+def _devices(record: dict) -> int:
+    """The replicas a run trained on (its devices block); an older record's GPU count."""
+    return replicas(record) if record.get("devices") else _gpus(record)
 
 
 def lines(record: dict) -> list[Line]:
@@ -70,7 +76,7 @@ def lines(record: dict) -> list[Line]:
     for name, value in (record.get("accuracy") or {}).items():
         if isinstance(value, (int, float)):
             figures[name] = (value, ACCURACY)
-    key = (record.get("task"), record.get("base"), config.get("batch_size"), _gpus(record), config.get("precision"),
+    key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
            config.get("image_size"))
     return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record),
             *_scenario_lines(record)]

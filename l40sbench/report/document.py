@@ -14,10 +14,10 @@ from typing import Callable, Sequence
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.report import plots
-from l40sbench.report.inputs import Loaded, machine_labels
-from l40sbench.report.tables import (CLOCK_PER_EPOCH, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
+from l40sbench.report.inputs import Loaded, machine_labels, replicas
+from l40sbench.report.tables import (CLOCK_PER_EPOCH, SCALING_HEADERS, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
                                      environment_block, format_duration, markdown_table, runtime_cells, runtime_rows,
-                                     scenario_cells, scenario_title,
+                                     scaling_cells, scenario_cells, scenario_title,
                                      wall_epoch_seconds)
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
@@ -33,6 +33,12 @@ def _utilisation(record: dict, part: str) -> str:
     return "-" if u.get(part) is None else f"{100 * u[part]:.1f} % of {u['peak']}"
 
 
+def _row_name(record: dict) -> str:
+    """The base, and its device count where it trained on several (a --devices list has one record per count)."""
+    count = replicas(record)
+    return record["base"] if count == 1 else f"{record['base']} x{count} devices"
+
+
 def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str, Callable[[dict], str]]]):
     """Rows: bases; for each machine, one column per (name, cell function), headed "name [A]".
 
@@ -40,8 +46,8 @@ def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str,
     """
     labels = list(dict.fromkeys(label for label, _ in runs))
     letters = {label: chr(ord("A") + i) if i < 26 else str(i + 1) for i, label in enumerate(labels)}
-    bases = list(dict.fromkeys(r["base"] for _, r in runs))
-    index = {(label, r["base"]): r for label, r in runs}
+    bases = list(dict.fromkeys(_row_name(r) for _, r in runs))
+    index = {(label, _row_name(r)): r for label, r in runs}
     headers = ["base"] + [f"{name} [{letters[label]}]" for label in labels for name, _ in columns]
     body = [[base] + [cell(index[(label, base)]) if (label, base) in index else "-"
                       for label in labels for _, cell in columns] for base in bases]
@@ -102,10 +108,32 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
             parts += ["Dashed lines: records that published only a mean (no per-image times to draw).", ""]
     if any(r.get("accuracy") for _, r in runs):
         parts += ["### Accuracy on the test split", "", *_table(runs, ACCURACY_COLUMNS[task])]
+    parts += _scaling_section(task, runs, out)
     for index, (label, r) in enumerate(runs, start=1):
         parts += _runtime_section(task, index, label, r, out)
         parts += _scenario_section(task, index, label, r, out)
     return parts
+
+
+def _scaling_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
+    """Runs of a --devices list: their scaling table and epoch time against devices with the ideal line."""
+    groups: dict[str, list[dict]] = {}
+    for label, r in runs:
+        if r.get("scaling"):
+            groups.setdefault(f"{r['base']} — {label}", []).append(r)
+    groups = {name: records for name, records in groups.items() if len(records) > 1}
+    if not groups:
+        return []
+    parts = ["### Scaling over devices", ""]
+    for name, records in groups.items():
+        parts += [f"{name}: {records[0]['scaling']['held_fixed']}", "",
+                  markdown_table(SCALING_HEADERS, scaling_cells(records)), ""]
+        parts += sorted({f"- {r['scaling']['note']}" for r in records if r["scaling"].get("note")}) + [""]
+    plot = f"epoch_vs_devices_{task}.png"
+    plots.epoch_vs_devices({name: [(r["scaling"]["devices"], r["scaling"]["epoch_seconds"]) for r in records]
+                            for name, records in groups.items()}, out / plot,
+                           f"{TASK_TITLES[task]}: time per epoch against devices")
+    return parts + [f"![{TASK_TITLES[task]}: epoch time against devices]({plot})", ""]
 
 
 def _scenario_section(task: str, index: int, label: str, record: dict, out: Path) -> list[str]:

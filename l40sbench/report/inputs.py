@@ -106,13 +106,19 @@ def machine(record: dict) -> str:
     return f"{cpu} ({env.get('cpu_count') or '?'} cores)"
 
 
+def replicas(record: dict) -> int:
+    """The devices a run trained on (1 for a record without a devices block)."""
+    return (record.get("devices") or {}).get("replicas") or 1
+
+
 def machine_labels(loaded: Sequence[Loaded]) -> list[str]:
-    """One label per record: its machine, told apart by its run when two records share a machine and task."""
+    """One label per record: its machine, told apart by its run when two records share a machine, task, base
+    and device count (the counts of one --devices list are rows of one machine)."""
     labels = []
     for item in loaded:
         base = machine(item.record)
         clash = [o for o in loaded if machine(o.record) == base and o.record.get("task") == item.record.get("task")
-                 and o.record.get("base") == item.record.get("base")]
+                 and o.record.get("base") == item.record.get("base") and replicas(o.record) == replicas(item.record)]
         if len(clash) > 1:
             stamp = (item.record.get("env") or {}).get("timestamp_utc") or item.origin
             base = f"{base}, {stamp}"

@@ -159,6 +159,25 @@ def throughput_vs(curves: dict[str, dict[str, list[tuple[int, float]]]], path: P
     return path
 
 
+def epoch_vs_devices(series: dict[str, list[tuple[int, float | None]]], path: Path, title: str) -> Path:
+    """Epoch seconds against device count, one line per base and machine, each with its ideal (dashed):
+    the fewest devices' time divided by the device ratio."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (name, points) in enumerate(series.items()):
+        xs, ys = zip(*sorted((x, y) for x, y in points if y))
+        colour = f"C{i % 10}"
+        ax.plot(xs, ys, marker="o", color=colour, label=name)
+        ax.plot(xs, [ys[0] * xs[0] / x for x in xs], linestyle="--", color=colour, alpha=0.6,
+                label=f"{name}: ideal (1/N)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("devices (log2)")
+    ax.set_ylabel("seconds per epoch")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def cost_bars(bars: Sequence[tuple[str, str, float, str]], images: int, path: Path) -> Path:
     """Cost of N images per (model, offer) as horizontal bars; bars: (model, offer, cost, currency sign)."""
     plt = _pyplot()

@@ -297,3 +297,22 @@ def scenario_table(result: dict, scenario: str, runtimes: Sequence[str] | None =
     if not lines:
         return "(no test of this scenario finished)"
     return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])
+
+
+SCALING_HEADERS = ("devices", "kind", "global batch", "epoch s", "epoch from", "speed-up", "efficiency")
+
+
+def scaling_cells(records: Sequence[dict]) -> list[tuple]:
+    """One row per device count of a --devices list, fewest first."""
+    rows = []
+    for r in sorted(records, key=lambda r: r["scaling"]["devices"]):
+        s, d = r["scaling"], r["devices"]
+        rows.append((s["devices"], d.get("kind", "-").split(" (")[0], d.get("global_batch", "-"),
+                     _number(s["epoch_seconds"]), s["epoch_seconds_from"], _number(s["speedup"], 2),
+                     "-" if s["efficiency"] is None else f"{100 * s['efficiency']:.1f} %"))
+    return rows
+
+
+def scaling_table(records: Sequence[dict]) -> str:
+    notes = sorted({r["scaling"]["note"] for r in records if r["scaling"].get("note")})
+    return "\n".join([format_table(SCALING_HEADERS, scaling_cells(records)), *notes])

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from l40sbench.core.validate import require_at_least
+from l40sbench.settings import check_cluster_settings
 from l40sbench.synthetic.job import Job, StepSettings
 
 # The study's per-GPU batch sizes (its "Taille de lot" rows) and GPU counts.
@@ -14,7 +14,6 @@ STUDY_BATCH_SIZES = (32, 64, 128, 256, 512)
 DEFAULT_DEVICES = (1,)
 MAX_DEVICES = 4096  # more than any machine or cluster this runs on; far larger values overflow TensorFlow's ints
 MAX_BATCH = 1 << 20
-MAX_PORT = 65535
 
 
 @dataclass(frozen=True)
@@ -47,21 +46,13 @@ class SweepConfig:
             for value in values:
                 if not 1 <= value <= most:
                     raise ValueError(f"{field_name} must all be between 1 and {most}. Received: {field_name}={value}")
-        for field_name in ("models", "batch_sizes", "devices", "worker_hosts"):
+        for field_name in ("models", "batch_sizes", "devices"):
             values = getattr(self, field_name)
             if len(set(values)) != len(values):  # sweep.json edited by hand; the CLI refuses repeats itself
                 raise ValueError(f"{field_name} must not repeat a value. Received: {field_name}={list(values)}")
-        require_at_least(self, ("task_index",), 0)
         if self.timeout_s is not None and not 0 < self.timeout_s < float("inf"):
             raise ValueError(f"timeout_s must be > 0 and finite. Received: timeout_s={self.timeout_s}")
-        for host in self.worker_hosts:
-            name, _, port = host.rpartition(":")
-            if not name or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
-                raise ValueError(f"worker hosts must be host:port with a port from 1 to {MAX_PORT}. "
-                                 f"Received: {host!r}")
-        if self.worker_hosts and self.task_index >= len(self.worker_hosts):
-            raise ValueError(f"task_index must be < the {len(self.worker_hosts)} worker hosts. "
-                             f"Received: task_index={self.task_index}")
+        check_cluster_settings(self)
 
     @property
     def is_chief(self) -> bool:

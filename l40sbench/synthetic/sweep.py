@@ -102,8 +102,9 @@ def append_row(output_dir: Path, row: Row) -> None:
 def child_env(config: SweepConfig) -> dict:
     env = dict(os.environ)
     if config.worker_hosts:
-        env["TF_CONFIG"] = json.dumps({"cluster": {"worker": list(config.worker_hosts)},
-                                       "task": {"type": "worker", "index": config.task_index}})
+        from l40sbench.tf_device import cluster_env
+
+        env["TF_CONFIG"] = cluster_env(config.worker_hosts, config.task_index)
     return env
 
 

@@ -34,33 +34,6 @@ def _workers() -> tuple[int, int]:
     return max(workers, 1), int(config.get("task", {}).get("index", 0))
 
 
-def configure_devices(devices: int, memory_limit_gb: float | None, multi_worker: bool) -> str:
-    """Makes `devices` local devices visible and returns their kind, "GPU" or "CPU".
-
-    Only physical-device calls here: TensorFlow's runtime must not start before
-    a multi-worker strategy configures its collectives.
-    """
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        if devices > len(gpus):
-            raise ValueError(f"{devices} devices asked, {len(gpus)} GPU(s) visible")
-        tf.config.set_visible_devices(gpus[:devices], "GPU")
-        for gpu in gpus[:devices]:
-            if memory_limit_gb:
-                tf.config.set_logical_device_configuration(
-                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=int(memory_limit_gb * 1024))])
-            else:
-                tf.config.experimental.set_memory_growth(gpu, True)
-        return "GPU"
-    if devices > 1 and not multi_worker:
-        # The CPU split into logical devices: the multi-device path, runnable without a GPU.
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
-    return "CPU"
-
-
 def _optimizer(name: str, precision: str):
     import keras
 
@@ -145,6 +118,8 @@ def measure(job: Job) -> Row:
     multi_worker = workers > 1
     import keras
     import tensorflow as tf
+
+    from l40sbench.tf_device import configure_devices
 
     # Devices are configured before any strategy starts TensorFlow's runtime.
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
