@@ -4,7 +4,8 @@ import numpy as np
 import tensorflow as tf
 from official.vision.dataloaders.tf_example_decoder import TfExampleDecoder
 
-from l40sbench.detect import tfrecords, voc
+from l40sbench.data import voc
+from l40sbench.detect import tfrecords
 from l40sbench.detect.tfrecords import cached_tfrecord
 from tests.test_voc import _png, _write, _xml
 
