@@ -113,7 +113,7 @@ def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task
     """
     import tensorflow as tf
 
-    gpus = len(tf.config.list_physical_devices("GPU"))
+    gpus = physical_gpus()
     cores = os.cpu_count() or 1
     if not gpus and worker_hosts and devices > 1:
         raise ValueError("several workers need GPUs for more than one device each: a worker without one runs "
@@ -131,7 +131,7 @@ def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task
     try:
         kind = configure_devices(available)
     except RuntimeError:  # TensorFlow already started in this process (an earlier count of a --devices list)
-        kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+        kind = "GPU" if has_gpu() else "CPU"
     local = [d.name for d in tf.config.list_logical_devices(kind)]
     if len(local) < devices:
         raise ValueError(f"{devices} devices asked, {len(local)} {kind} device(s) configured in this process")
