@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+INFERENCE_UTILISATION_BOUND = 1.25
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -72,7 +73,7 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
 
 
 def assert_utilisation_wiring(result):
-    """Utilisation is GFLOP per image x images/s over the peak of the run's precision, at most 100 %."""
+    """Utilisation is GFLOP per image x images/s over the peak of the run's precision."""
     from l40sbench.peak import peak_for
 
     u, train = result["utilisation"], result["train"]
@@ -87,7 +88,10 @@ def assert_utilisation_wiring(result):
               else result["dataset"]["train_images"])
     assert u["train_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * per_forward * images / epoch)
     assert u["train"] == pytest.approx(u["train_achieved_gflops"] / u["peak_gflops"])
-    assert 0 < u["train"] <= 1 and 0 < u["inference"] <= 1
+    # The peak is a measured matmul rate, not the core's theoretical one: Faster R-CNN's box head (four 3x3
+    # convolutions over 300 regions at once) has served at 100.8 % of it on a 2-core CPU (docs/PERFORMANCE.md,
+    # section 12), so inference gets a margin above 1; a wrong unit or count is off by far more.
+    assert 0 < u["train"] <= 1 and 0 < u["inference"] <= INFERENCE_UTILISATION_BOUND
 
 
 def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
