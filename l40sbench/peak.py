@@ -1,4 +1,5 @@
-"""This machine's peak: the fastest rate its matmul reaches, per precision, measured in every run.
+"""This machine's peak: the fastest rate its matmul reaches, per precision, measured in every run
+(or once for a series of runs, through $L40SBENCH_PEAK_FILE).
 
 Every utilisation figure is achieved FLOP/s over this peak, and every absolute
 time in the suite is read beside it (machines of one kind differ by CPU
@@ -21,6 +22,9 @@ cycle) is recorded too. TensorFlow is imported only when a measurement runs.
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import re
 import statistics
 import time
@@ -30,6 +34,10 @@ from typing import Callable
 
 from l40sbench.core.timing import Clock, Sync, no_sync, time_batches
 
+# A peak measured once and kept for a series of runs on one machine (kept_or_measured).
+PEAK_FILE_VARIABLE = "L40SBENCH_PEAK_FILE"
+SOURCE_MEASURED = "measured in this run"
+SOURCE_FILE = "read from"
 CPU_SIZES = (512, 1024, 2048, 4096)
 GPU_SIZES = (4096, 8192, 16384)
 SAMPLES = 3
@@ -298,6 +306,18 @@ def _conv_rates(sync: Sync, device_kind: str) -> tuple[float, float]:
     return max(rates), statistics.median(rates)
 
 
+def _device() -> tuple[str, str]:
+    """(device kind, device name) of TensorFlow's default device: the first GPU's, or the CPU model."""
+    import tensorflow as tf
+
+    from l40sbench.core.env import cpu_model
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return "CPU", cpu_model()
+    return "GPU", tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+
+
 def measure(sync: Sync = no_sync) -> Peak:
     """Measures every precision's matmul peak and the conv rate on TensorFlow's default device.
 
@@ -306,10 +326,8 @@ def measure(sync: Sync = no_sync) -> Peak:
     """
     import tensorflow as tf
 
-    from l40sbench.core.env import cpu_model
-
     gpus = tf.config.list_logical_devices("GPU")
-    kind = "GPU" if gpus else "CPU"
+    kind, device = _device()
     cpuinfo = _read("/proc/cpuinfo")
     flags = cpu_facts(cpuinfo).get("flags", set())
     tf32_default = tf.config.experimental.tensor_float_32_execution_enabled()
@@ -324,8 +342,6 @@ def measure(sync: Sync = no_sync) -> Peak:
         if kind == "GPU":
             tf.config.experimental.enable_tensor_float_32_execution(tf32_default)
     conv_best, conv_median = _conv_rates(sync, kind)
-    device = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
-        "device_name", "GPU") if gpus else cpu_model()
     theoretical = theoretical_cpu_peak(cpuinfo) if kind == "CPU" else Theoretical(
         None, "unknown: no theoretical figure for GPUs is kept")
     return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
@@ -333,11 +349,47 @@ def measure(sync: Sync = no_sync) -> Peak:
 
 def measure_env(sync: Sync = no_sync) -> dict:
     """env.peak of a result record: the peaks, and what they ran with (tf32_enabled says which peak float32
-    runs are divided by on a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core)."""
+    runs are divided by on a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core).
+
+    Measured now, unless $L40SBENCH_PEAK_FILE names a peak already measured on this device with the same
+    settings (see kept_or_measured); `source` says which.
+    """
     import tensorflow as tf
 
-    return {**measure(sync).to_dict(), "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
-            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
+    kind, device = _device()
+    context = {"device_kind": kind, "device": device, "host": platform.node(),
+               "logical_devices": len(tf.config.list_logical_devices(kind)),
+               "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+               "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
+    path = os.environ.get(PEAK_FILE_VARIABLE)
+    return kept_or_measured(Path(path) if path else None, context, lambda: {**measure(sync).to_dict(), **context})
+
+
+def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[], dict]) -> dict:
+    """The peak kept in `path` where it was measured in this `context` (host, device, threads, TF32), else one
+    measured now, which is written to `path` if no file is there yet (a series of runs then measures once).
+
+    A file that does not parse, or that another device or setting measured, is left alone and the
+    peak is measured. `source` names where the figures come from and `measured_utc` when.
+    """
+    kept = _read_json(path) if path is not None else None
+    if kept is not None and all(kept.get(key) == value for key, value in context.items()) and "matmul" in kept:
+        return {**kept, "source": f"{SOURCE_FILE} {path}"}
+    peak = {**measure_now(), "source": SOURCE_MEASURED,
+            "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if path is not None and not path.exists():
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(peak, indent=2, sort_keys=True))
+        partial.replace(path)
+    return peak
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _read(path: str) -> str:
@@ -358,6 +410,8 @@ def summary(peak: dict | None) -> str:
         text += f"; float32 {100 * ratio:.0f} % of theoretical {peak['theoretical_float32_gflops']:.0f} GFLOP/s"
     else:
         text += f"; theoretical {peak.get('theoretical_basis') or 'unknown'}"
+    if peak.get("source", SOURCE_MEASURED) != SOURCE_MEASURED:
+        text += f"; {peak['source']} (measured {peak.get('measured_utc', 'at an unknown time')})"
     return text
 
 

@@ -88,7 +88,7 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
         assert heading in captured.out
 
 
-def test_training_learns_the_standin(tmp_path, capsys):
+def test_training_learns_the_standin(tmp_path, capsys, monkeypatch):
     """A loop that does not update the weights stays at chance and fails here.
 
     A linear head on the frozen features of a randomly initialised ResNet-50 (its
@@ -96,13 +96,16 @@ def test_training_learns_the_standin(tmp_path, capsys):
     a random VGG's plain stack loses it) is a convex problem, so it ends in the same
     place on any machine: 0.943-0.993 over seeds 0-2 and 1 or 2 TensorFlow threads,
     where the untrained model scores 0.379-0.5 (docs/PERFORMANCE.md, section 10).
+    This run measures its own peak, as a user's run does (the others read the session's).
     """
+    monkeypatch.delenv("L40SBENCH_PEAK_FILE")
     result, _, _ = classify(
         tmp_path, capsys, "--base", "resnet50", "--image-size", 32, "--limit", 200, "--epochs", 25,
         "--weights", "none",
     )
     assert result["model"]["trainable_parameters"] == 2 * 2048 + 2  # the head alone
     assert result["dataset"]["train_images"] == 200 and result["dataset"]["test_images"] == 140
+    assert result["env"]["peak"]["source"] == "measured in this run"
     accuracy = result["accuracy"]["test_accuracy"]
     assert accuracy >= 0.85, f"test accuracy {accuracy:.3f} after 25 epochs (bound 0.85; chance 0.5)"
 

@@ -159,3 +159,32 @@ def test_a_record_reports_measured_over_theoretical_and_old_records_still_give_r
     assert peak.rates({"peak": record}) == (400.0, 300.0)
     assert peak.rates({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}}) == (207.0, 190.0)
     assert peak.rates({}) == (None, None)
+
+
+def test_a_peak_file_is_measured_once_then_read_where_its_context_matches(tmp_path):
+    path = tmp_path / "peak.json"
+    here = {"device_kind": "CPU", "device": "AMD EPYC", "host": "vm", "logical_devices": 1,
+            "tf32_enabled": True, "intra_op_threads": 0}
+    measured = []
+
+    def measure_now(context=here):
+        measured.append(context)
+        return {"matmul": {"float32": {"gflops": 200.0 + len(measured)}}, **context}
+
+    first = peak.kept_or_measured(path, here, measure_now)
+    assert first["source"] == peak.SOURCE_MEASURED and len(measured) == 1 and path.is_file()
+    again = peak.kept_or_measured(path, here, measure_now)
+    assert len(measured) == 1 and again["matmul"] == first["matmul"] and again["measured_utc"] == first["measured_utc"]
+    assert again["source"] == f"read from {path}" and "read from" in peak.summary({
+        **again, "conv_float32_gflops": 1.0})
+    # Another thread count, host or device split is another context: measured, and the file kept as it was.
+    for change in ({"intra_op_threads": 1}, {"host": "other"}, {"logical_devices": 2}):
+        other = {**here, **change}
+        fresh = peak.kept_or_measured(path, other, lambda: measure_now(other))
+        assert fresh["source"] == peak.SOURCE_MEASURED and fresh.items() >= change.items()
+    assert len(measured) == 4 and peak.kept_or_measured(path, here, measure_now)["matmul"] == first["matmul"]
+    # A file that does not parse is measured around and left alone; no variable, no file.
+    path.write_text("{not json")
+    assert peak.kept_or_measured(path, here, measure_now)["source"] == peak.SOURCE_MEASURED
+    assert path.read_text() == "{not json"
+    assert peak.kept_or_measured(None, here, measure_now)["source"] == peak.SOURCE_MEASURED
