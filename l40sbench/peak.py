@@ -424,6 +424,4 @@ def rates(env: dict) -> tuple[float | None, float | None]:
 
 
 if __name__ == "__main__":  # python -m l40sbench.peak: this machine's peaks as JSON
-    import json
-
     print(json.dumps(measure_env(), indent=2, sort_keys=True))

@@ -157,6 +157,16 @@ def place_for(config) -> Placement:
         raise UserError(f"--devices {config.devices}: {exc}") from None
 
 
+def place_early(config) -> Placement | None:
+    """`place_for` now where the run needs several devices or hosts, None where one device will do.
+
+    Called before any TensorFlow op (a TFDS set runs some): a multi-worker strategy sets up its
+    collectives first, and the CPU can be split into logical devices only while TensorFlow has not started.
+    """
+    several = (config.devices_available or config.devices) > 1 or getattr(config, "worker_hosts", ())
+    return place_for(config) if several else None
+
+
 def _kind(names) -> str:
     return "GPU" if any("GPU" in n for n in names) else "CPU (logical devices of one CPU: they share its cores)"
 

@@ -172,7 +172,7 @@ def test_a_confirming_run_short_of_early_stopping_runs_again_as_long_as_loadgen_
     assert found == 2.4 and figures["result"] == "VALID" and [t["result"] for t in tries] == ["INVALID", "VALID"]
 
 
-def test_a_confirming_run_over_the_bound_tries_90_percent_once_then_gives_up():
+def test_a_confirming_run_over_the_bound_steps_down_by_10_percent_then_gives_up():
     asked = []
 
     def run(qps, queries):
@@ -180,8 +180,16 @@ def test_a_confirming_run_over_the_bound_tries_90_percent_once_then_gives_up():
         return _verdict("INVALID", False)
 
     found, figures, tries = confirm(run, 10.0, 500)
-    assert asked == [(10.0, 500), (9.0, 500)] and found == 0.0 and len(tries) == 2
+    assert asked == [(10.0, 500), (9.0, 500), (8.1, 500), (7.29, 500)] and found == 0.0 and len(tries) == 4
     assert tries[0]["reasons"] == ["Performance constraints not satisfied"]
+
+
+def test_a_confirming_run_over_the_bound_keeps_the_first_lower_rate_that_holds():
+    def run(qps, queries):
+        return _verdict("VALID", True) if qps < 8.5 else _verdict("INVALID", False)
+
+    found, _, tries = confirm(run, 10.0, 500)
+    assert found == pytest.approx(8.1) and [t["result"] for t in tries] == ["INVALID", "INVALID", "VALID"]
 
 
 def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():

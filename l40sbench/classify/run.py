@@ -181,12 +181,9 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     image_size = resolve_image_size(config)
     if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
         raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
-    from l40sbench.tf_device import place_for
+    from l40sbench.tf_device import place_early, place_for
 
-    # Before any TensorFlow op (a TFDS set runs some): a multi-worker strategy sets up its collectives first,
-    # and the CPU can be split into logical devices only while TensorFlow has not started.
-    several = (config.devices_available or config.devices) > 1 or config.worker_hosts
-    placement = place_for(config) if several else None
+    placement = place_early(config)
     images, source = load_dataset(config, image_size, log)
     dataset = DatasetInfo(
         source=source,

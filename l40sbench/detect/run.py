@@ -265,10 +265,9 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
                         f"(its coarsest feature level has a stride of {spec.min_size})")
     _check_checkpoint(config.init_checkpoint)
     _check_export_dir(config.export)
-    from l40sbench.tf_device import device_sync, has_gpu, place_for
+    from l40sbench.tf_device import device_sync, has_gpu, place_early, place_for
 
-    # The CPU can be split into logical devices only before TensorFlow starts (a TFDS set starts it).
-    placement = place_for(config) if (config.devices_available or config.devices) > 1 else None
+    placement = place_early(config)
     train, test, classes, source, skipped, dropped = load_annotations(config, log)
     dataset = DatasetInfo(
         source=source, train_images=len(train), test_images=len(test),

@@ -12,7 +12,8 @@ Halving stops, with the answer 0, once a failing run kept the SUT busy less than
 A model whose median single-image latency already exceeds the bound is not searched at all.
 
 The confirming run (`confirm`) can fail two ways, and each has its own remedy: the bound missed at
-its percentile means the rate is too high (try 90 % of it); the bound met but early stopping not
+its percentile means the rate is too high (try 90 % of it; a short step that passed near capacity
+can overshoot by more than that, so up to CONFIRM_RUNS runs in all); the bound met but early stopping not
 satisfied means too few queries for LoadGen to be sure (LoadGen names how many more it needs:
 run the same rate again that much longer, as a submitter would).
 """
@@ -22,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Callable
+
+CONFIRM_RUNS = 4  # full-duration runs of the confirming step at most (a search stays bounded)
 
 RunAt = Callable[[float], dict]  # rate -> LoadGen's figures for a short server run at that rate
 RunConfirm = Callable[[float, int | None], dict]  # (rate, query floor) -> LoadGen's figures for a full run
@@ -85,8 +88,9 @@ def more_queries_needed(figures: dict) -> int | None:
 def confirm(run: RunConfirm, rate: float, min_queries: int) -> tuple[float, dict, list[dict]]:
     """(the rate LoadGen called VALID at full duration or 0.0, the last run's figures, every try).
 
-    First at `rate` with `min_queries`; if only early stopping failed, once more at the same rate with
-    the queries LoadGen asked for (and a margin); if the bound itself was missed, once at 90 % of it.
+    First at `rate` with `min_queries`; if only early stopping failed, again at the same rate with the
+    queries LoadGen asked for (and a margin); if the bound itself was missed, again at 90 % of the rate;
+    CONFIRM_RUNS runs at most.
     """
     tries: list[dict] = []
     queries: int | None = min_queries
@@ -94,7 +98,7 @@ def confirm(run: RunConfirm, rate: float, min_queries: int) -> tuple[float, dict
         figures = run(rate, queries)
         tries.append({"qps": rate, "min_queries": queries, "result": figures["result"],
                       "queries": figures.get("queries"), "reasons": figures["reasons"][:4]})
-        if figures["result"] == "VALID" or len(tries) == 2:
+        if figures["result"] == "VALID" or len(tries) == CONFIRM_RUNS:
             break
         more = more_queries_needed(figures)
         if more:

@@ -25,7 +25,7 @@ from l40sbench.errors import UserError
 from l40sbench.peak import peak_for, utilisation
 from l40sbench.core import child
 from l40sbench.synthetic.config import SweepConfig
-from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
+from l40sbench.synthetic.job import Job, Row, failed_row
 from l40sbench.synthetic.worker import ROW_MARKER
 
 ROWS_FILE = "rows.jsonl"
