@@ -312,10 +312,10 @@ def _device() -> tuple[str, str]:
 
     from l40sbench.core.env import cpu_model
 
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus:
+    if not tf.config.list_logical_devices("GPU"):
         return "CPU", cpu_model()
-    return "GPU", tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+    return "GPU", tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+        "device_name", "GPU")
 
 
 def measure(sync: Sync = no_sync) -> Peak:
@@ -326,7 +326,6 @@ def measure(sync: Sync = no_sync) -> Peak:
     """
     import tensorflow as tf
 
-    gpus = tf.config.list_logical_devices("GPU")
     kind, device = _device()
     cpuinfo = _read("/proc/cpuinfo")
     flags = cpu_facts(cpuinfo).get("flags", set())
@@ -336,7 +335,7 @@ def measure(sync: Sync = no_sync) -> Peak:
         for precision in precisions(kind, flags):
             if kind == "GPU":
                 tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
-            peaks.append(sweep_sizes(tf_matmul(precision), GPU_SIZES if gpus else CPU_SIZES, precision,
+            peaks.append(sweep_sizes(tf_matmul(precision), GPU_SIZES if kind == "GPU" else CPU_SIZES, precision,
                                      device_kind=kind, sync=sync))
     finally:
         if kind == "GPU":
@@ -384,6 +383,11 @@ def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[],
     return peak
 
 
+def measured_in_this_run(peak: dict) -> bool:
+    """Whether a record's env.peak was measured by its own run (records older than the peak file were)."""
+    return peak.get("source", SOURCE_MEASURED) == SOURCE_MEASURED
+
+
 def _read_json(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text())
@@ -410,7 +414,7 @@ def summary(peak: dict | None) -> str:
         text += f"; float32 {100 * ratio:.0f} % of theoretical {peak['theoretical_float32_gflops']:.0f} GFLOP/s"
     else:
         text += f"; theoretical {peak.get('theoretical_basis') or 'unknown'}"
-    if peak.get("source", SOURCE_MEASURED) != SOURCE_MEASURED:
+    if not measured_in_this_run(peak):
         text += f"; {peak['source']} (measured {peak.get('measured_utc', 'at an unknown time')})"
     return text
 

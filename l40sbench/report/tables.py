@@ -50,13 +50,12 @@ def _calibration(figures: dict | None) -> str:
 
 def _machine_rate_row(env: dict) -> tuple[str, str]:
     """The measured peak; an older record's calibration where it has no peak."""
-    from l40sbench.peak import SOURCE_MEASURED, summary
+    from l40sbench.peak import measured_in_this_run, summary
 
     if not env.get("peak") and env.get("calibration"):
         return "Calibration (same run)", _calibration(env["calibration"])
     peak = env.get("peak") or {}
-    return ("Peak (same run)" if peak.get("source", SOURCE_MEASURED) == SOURCE_MEASURED
-            else "Peak (earlier, this device)"), summary(peak)
+    return ("Peak (same run)" if measured_in_this_run(peak) else "Peak (earlier, this device)"), summary(peak)
 
 
 def environment_block(env: dict) -> str:
