@@ -107,7 +107,7 @@ def test_epoch_from_the_decoded_arrays_against_batched_tensors(benchmark, model,
     already batched in memory (docs/PERFORMANCE.md section 2)."""
     import tensorflow as tf
 
-    x, y = images[0][:32], images[1][:32]  # two steps an epoch
+    x, y = images  # four steps an epoch: a fixed per-epoch cost shows, and the steps' noise averages out
     in_memory = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).cache()
     for _ in in_memory:  # fill the cache
         pass
@@ -123,9 +123,11 @@ def test_epoch_from_the_decoded_arrays_against_batched_tensors(benchmark, model,
     product, memory = [], []
     references = References(warmup_rounds=1, memory=lambda: memory.append(epoch(x=in_memory, shuffle=False)))
     run_pedantic(benchmark, lambda: product.append(epoch(slow=True, x=x, y=y, batch_size=BATCH, shuffle=True)),
-                 references, rounds=6)
+                 references, rounds=9)
     if not benchmark.disabled:
-        ratio = float(np.median(product[1:]) / np.median(memory[1:]))
+        # Each product epoch over the reference epoch just before it: a pair shares the machine's
+        # state, so a slow spell on a shared host moves both sides of a ratio together.
+        ratio = float(np.median(np.array(product[1:]) / np.array(memory[1:])))
         record_gate(benchmark, "epoch_cache_over_memory", ratio, maximum=RATIO_BOUND, minimum=1 / RATIO_BOUND,
                     what="epoch fed from the decoded uint8 arrays / from batched tensors in memory")
 
