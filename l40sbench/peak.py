@@ -346,7 +346,7 @@ def measure(sync: Sync = no_sync) -> Peak:
     return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
 
 
-def measure_env(sync: Sync = no_sync) -> dict:
+def measure_env(sync: Sync = no_sync, log: Callable[[str], None] = lambda _: None) -> dict:
     """env.peak of a result record: the peaks, and what they ran with (tf32_enabled says which peak float32
     runs are divided by on a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core).
 
@@ -361,7 +361,12 @@ def measure_env(sync: Sync = no_sync) -> dict:
                "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
     path = os.environ.get(PEAK_FILE_VARIABLE)
-    return kept_or_measured(Path(path) if path else None, context, lambda: {**measure(sync).to_dict(), **context})
+
+    def measure_now() -> dict:
+        log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
+        return {**measure(sync).to_dict(), **context}
+
+    return kept_or_measured(Path(path) if path else None, context, measure_now)
 
 
 def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[], dict]) -> dict:

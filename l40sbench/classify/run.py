@@ -201,8 +201,7 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
         devices["per_epoch_test_scoring"] = SCORING_UNDER_A_STRATEGY
     sync = device_sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
-    log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
-    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync)}
+    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync, log=log)}
     model_info = {
         "name": model.name,
         "input_size": image_size,

@@ -320,8 +320,7 @@ def run_detect(config: DetectConfig, *, log: Log, save: Save) -> RunResult:
     clock = EpochClock(sync=sync)
     losses: list[float] = []
     effective = dataclasses.replace(config, epochs=epochs, classes=classes).to_dict()
-    log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
-    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync)}
+    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync, log=log)}
     model_info = {
         "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
         "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
