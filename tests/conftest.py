@@ -2,6 +2,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,14 +11,28 @@ REPO = Path(__file__).resolve().parents[1]
 INFERENCE_UTILISATION_BOUND = 1.25
 
 
+def pytest_configure(config):
+    """One peak for the session, measured while nothing else runs.
+
+    Every run the tests start reads it from $L40SBENCH_PEAK_FILE instead of measuring (11 s a run on two
+    cores; test_classify_e2e has a run that measures its own). Under pytest-xdist the controller measures
+    it before the workers start, so no run's figures are divided by a peak taken while the other worker
+    was busy; the workers inherit the variable. Without xdist the session's first run measures it.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has set the file up
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ["L40SBENCH_PEAK_FILE"] = str(Path(tempfile.mkdtemp(prefix="l40sbench-test-peak-")) / "peak.json")
+    if config.getoption("numprocesses", None):
+        measured = subprocess.run([sys.executable, "-c", "from l40sbench.peak import measure_env; measure_env()"],
+                                  cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert measured.returncode == 0, measured.stderr[-3000:]
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Decoded-image cache in a temp folder, so tests leave the user's cache alone; one peak for the session."""
+    """Decoded-image cache in a temp folder, so tests leave the user's cache alone."""
     os.environ["L40SBENCH_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
-    # The peak is measured by the session's first run and read by the rest (in this process and in the CLI
-    # processes the tests start): 11 s a run on two cores. test_classify_e2e has a run that measures its own.
-    os.environ["L40SBENCH_PEAK_FILE"] = str(tmp_path_factory.getbasetemp() / "peak.json")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def run_cli(*args, timeout=600, **kwargs):
@@ -126,24 +141,37 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
     assert train["epochs"] >= 2 and len(train["epoch_seconds"]) == len(train["loss_per_epoch"]) == train["epochs"]
 
 
+TINY_RUNS = {
+    "vgg19": ["classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
+              "--epochs", "3", "--weights", "none"],
+    "xception": ["classify", "--base", "xception", "--image-size", "71", "--limit", "8", "--batch-size", "4",
+                 "--epochs", "2", "--weights", "none"],
+    "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
+                         "--batch-size", "2", "--epochs", "2", "--runtimes", "savedmodel"],
+}
+
+
+class _TinyRuns:
+    """Result folders of tiny runs, each made the first time a test asks for it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.made: dict[str, Path] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.made:
+            from l40sbench import cli
+
+            assert cli.main([*TINY_RUNS[name], "--output-dir", str(self.root / name)]) == 0, name
+            self.made[name] = self.root / name
+        return self.made[name]
+
+
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory):
-    """Real result folders from tiny runs, made once: two classify bases and one detector (also timed on the
-    reloaded SavedModel, so reports draw a runtime comparison)."""
-    from l40sbench import cli
-
-    root = tmp_path_factory.mktemp("runs")
-    runs = {
-        "vgg19": ["classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
-                  "--epochs", "3", "--weights", "none"],
-        "xception": ["classify", "--base", "xception", "--image-size", "71", "--limit", "8", "--batch-size", "4",
-                     "--epochs", "2", "--weights", "none"],
-        "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
-                             "--batch-size", "2", "--epochs", "2", "--runtimes", "savedmodel"],
-    }
-    for name, args in runs.items():
-        assert cli.main([*args, "--output-dir", str(root / name)]) == 0, name
-    return {name: root / name for name in runs}
+    """Real result folders from tiny runs: two classify bases and one detector (also timed on the reloaded
+    SavedModel, so reports draw a runtime comparison). Tests copy a folder before changing it."""
+    return _TinyRuns(tmp_path_factory.mktemp("runs"))
 
 
 def local_hosts(count: int) -> str:
