@@ -51,10 +51,10 @@ if [ "${1:-}" = "test" ]; then
     exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks "$@"
   fi
   if [ $# -eq 0 ]; then
-    # The suite on two workers (pytest-xdist; modules that share a fixture stay on one), then the tests
-    # marked serial alone: a LoadGen verdict or a run's own peak taken while the other worker runs is not
-    # a figure. No timed assertion runs in the first part; the speed gate is the --benchmarks run below.
-    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "not serial" -n 2 --dist loadgroup
+    # The suite on two workers (pytest-xdist; a module's tests stay on one, slowest modules first), then the tests
+    # marked serial alone: a LoadGen verdict taken while the other worker runs says nothing. No timed assertion
+    # runs in the first part; the speed gate is the --benchmarks run below.
+    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "not serial" -n 2 --dist loadfile --no-loadscope-reorder
     exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m serial
   fi
   # ./run.sh test --benchmarks [--update-baseline]: the speed benchmarks alone, their table,

@@ -92,9 +92,13 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
         assert heading in captured.out
 
 
-@pytest.mark.serial  # its utilisation is divided by a peak it measures itself: nothing else may run meanwhile
 def test_a_run_without_the_peak_file_measures_its_own_peak(tmp_path, capsys, monkeypatch):
-    """As a user's run does; the tests' other runs read the session's (tests/conftest.py)."""
+    """As a user's run does; the tests' other runs read the session's (tests/conftest.py).
+
+    Under xdist the other worker may be busy while this run measures its peak and idle while it trains
+    (or the reverse); a tiny vgg19 at 32 px uses a few per cent of the peak, so the utilisation bounds
+    assert_timing_wiring checks hold with room for that.
+    """
     monkeypatch.delenv("L40SBENCH_PEAK_FILE")
     result, captured, _ = classify(tmp_path, capsys, "--base", "vgg19", "--image-size", 32, "--limit", 8,
                                    "--epochs", 1, "--batch-size", 4, "--weights", "none")

@@ -7,10 +7,6 @@ import pytest
 from l40sbench.report import compare
 from tests.conftest import assert_one_line_exit_2, run_cli
 
-# Under pytest-xdist (./run.sh test) the modules that read the session's tiny runs share one worker,
-# which makes each of them once.
-pytestmark = pytest.mark.xdist_group("tiny_runs")
-
 TIMES = ("total_seconds", "wall_seconds", "first_epoch_seconds", "steady_epoch_seconds", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
          "min_ms", "max_ms", "std_ms")
 

@@ -205,7 +205,6 @@ def test_time_to_target_bills_the_wall_time_up_to_the_first_epoch_that_reached_i
     assert (billed, money) == (60, 6.0) and "per minute" in rule
 
 
-@pytest.mark.xdist_group("tiny_runs")
 def test_cost_to_accuracy_from_a_real_classify_run(tiny_runs):
     """The run's own per-epoch test accuracy: a target it reached is priced, one above it is 'not reached'."""
     record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())

@@ -14,9 +14,6 @@ from l40sbench.core.scaling import scaling
 from l40sbench.report.compare import lines
 from tests.conftest import REPO, local_hosts, run_cli
 
-# Under pytest-xdist (./run.sh test) this module's tests share one worker, so its module fixture runs once.
-pytestmark = pytest.mark.xdist_group("devices")
-
 TINY_CLASSIFY = ("classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
                  "--weights", "none", "--epochs", "2")
 

@@ -235,14 +235,12 @@ def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     (("--scenario", "offline", "--find-max-qps"), "--find-max-qps searches the server scenario"),
     (("--target-qps", "5"), "--target-qps goes with --scenario"),
 ])
-@pytest.mark.xdist_group("tiny_runs")
 def test_bad_scenario_flags_are_one_line_before_any_work(args, fragment, tiny_runs):
     result = run_cli("infer", tiny_runs["vgg19"], *args, timeout=60)
     assert_one_line_exit_2(result, fragment)
     assert "loading" not in result.stderr  # nothing was read or timed
 
 
-@pytest.mark.xdist_group("tiny_runs")
 def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp_path):
     no_model = tmp_path / "no_model"
     no_model.mkdir()

@@ -9,10 +9,6 @@ from l40sbench.report import inputs
 from l40sbench.report.tables import format_duration
 from tests.conftest import assert_one_line_exit_2, run_cli
 
-# Under pytest-xdist (./run.sh test) the modules that read the session's tiny runs share one worker,
-# which makes each of them once.
-pytestmark = pytest.mark.xdist_group("tiny_runs")
-
 
 @pytest.fixture(scope="module")
 def report(tiny_runs, tmp_path_factory):

@@ -11,10 +11,6 @@ from l40sbench.runtimes import agreement, registry
 from l40sbench.runtimes.infer import merge
 from tests.conftest import assert_one_line_exit_2, run_cli
 
-# Under pytest-xdist (./run.sh test) the modules that read the session's tiny runs share one worker,
-# which makes each of them once.
-pytestmark = pytest.mark.xdist_group("tiny_runs")
-
 TINY = ["--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1",
         "--weights", "none"]
 OTHERS = ("savedmodel", "onnxruntime", "openvino", "litert")

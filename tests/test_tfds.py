@@ -13,9 +13,6 @@ import pytest
 
 from tests.conftest import assert_one_line_exit_2, run_cli
 
-# Under pytest-xdist (./run.sh test) this module's tests share one worker, so its module fixture runs once.
-pytestmark = pytest.mark.xdist_group("tfds")
-
 CATS = "l40s_cats_standin"
 FRUITS = "l40s_fruits_standin"
 
