@@ -1,4 +1,5 @@
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,7 +23,9 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has set the file up
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ["L40SBENCH_PEAK_FILE"] = str(Path(tempfile.mkdtemp(prefix="l40sbench-test-peak-")) / "peak.json")
+    folder = tempfile.mkdtemp(prefix="l40sbench-test-peak-")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ["L40SBENCH_PEAK_FILE"] = str(Path(folder) / "peak.json")
     if config.getoption("numprocesses", None):
         measured = subprocess.run([sys.executable, "-c", "from l40sbench.peak import measure_env; measure_env()"],
                                   cwd=REPO, capture_output=True, text=True, timeout=600)
