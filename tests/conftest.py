@@ -27,8 +27,8 @@ def pytest_configure(config):
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     os.environ["L40SBENCH_PEAK_FILE"] = str(Path(folder) / "peak.json")
     if config.getoption("numprocesses", None):
-        measured = subprocess.run([sys.executable, "-c", "from l40sbench.peak import measure_env; measure_env()"],
-                                  cwd=REPO, capture_output=True, text=True, timeout=600)
+        measured = subprocess.run([sys.executable, "-m", "l40sbench.peak"], cwd=REPO, capture_output=True, text=True,
+                                  timeout=600)
         assert measured.returncode == 0, measured.stderr[-3000:]
 
 
