@@ -23,6 +23,10 @@ from l40sbench.report.compare import compare
 from tests.conftest import REPO, assert_one_line_exit_2, run_cli
 
 
+# LoadGen's verdicts and rates are timings: ./run.sh test runs these tests alone, after the parallel part.
+SERIAL = pytest.mark.serial
+
+
 def _copy(run, tmp_path):
     """The tiny run in a folder of the test's own: infer writes into it."""
     return shutil.copytree(run, tmp_path / run.name)
@@ -53,7 +57,7 @@ def _summary_figures(text: str) -> dict:
     return {"result": result, "p50_ns": p50, "p99_ns": p99, "rate": float(rate.group(1)) if rate else None}
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_each_scenario_keeps_loadgens_logs_and_records_what_its_summary_says(every_scenario, capsys):
     entries = _entries(every_scenario)
     assert {(e["runtime"], e["scenario"]) for e in entries} >= {
@@ -73,7 +77,7 @@ def test_each_scenario_keeps_loadgens_logs_and_records_what_its_summary_says(eve
         assert 0 < entry["utilisation"]["share"] < 1
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_single_stream_answers_each_query_loadgen_issued(every_scenario):
     (entry,) = _entries(every_scenario, "single-stream")
     folder = every_scenario / "loadgen" / "onnxruntime-fp32" / "single-stream-b1"
@@ -82,7 +86,7 @@ def test_single_stream_answers_each_query_loadgen_issued(every_scenario):
     assert entry["sut"]["batch_sizes"] == {"1": issued}
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_offline_batches_of_up_to_8_answer_every_sample_once(every_scenario):
     (entry,) = _entries(every_scenario, "offline")
     sut = entry["sut"]
@@ -92,7 +96,7 @@ def test_offline_batches_of_up_to_8_answer_every_sample_once(every_scenario):
     assert sut["samples_answered"] == entry["samples_per_query"] * entry["queries"] and sut["answered_twice"] == 0
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_the_tables_print_and_compare_calls_valid_to_invalid_a_regression(every_scenario, capsys):
     assert cli.main(["report", str(every_scenario), "--out", str(every_scenario / "report")]) == 0
     text = (every_scenario / "report" / "report.md").read_text()
@@ -108,7 +112,7 @@ def test_the_tables_print_and_compare_calls_valid_to_invalid_a_regression(every_
     assert any("ok -> INVALID" in r.verdict for r in regressions)
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scenario):
     (probe,) = [r for r in read_result(every_scenario / "result.json")[0]["inference"]["runtimes"]
                 if r["runtime"] == "onnxruntime"]
@@ -123,7 +127,7 @@ def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scena
     assert server[high]["completed_samples_per_second"] < server[high]["scheduled_samples_per_second"]
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_find_max_qps_finds_the_analytic_rate_of_a_known_service_time(tmp_path):
     """A stand-in SUT that sleeps 4 ms a sample serves at most 250 queries/s; with a 100 ms bound the
     search must land within 20 % of that."""
@@ -250,7 +254,7 @@ def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp
                            "--batch must be 1 for a detect run")
 
 
-@pytest.mark.serial  # LoadGen's verdicts and rates are timings: nothing else may run meanwhile
+@SERIAL
 def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
     """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false."""
     run = _copy(tiny_runs["vgg19"], tmp_path)
