@@ -39,7 +39,7 @@ stamp="$venv/.l40sbench-pyproject.sha256"
 want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "run.sh: installing l40sbench and its pinned dependencies into $venv (first run, or pyproject.toml changed) ..." >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$here[test,runtimes,loadgen]" >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$here[test,runtimes,loadgen,jax]" >&2
   echo "$want" > "$stamp"
 fi
 

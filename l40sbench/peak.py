@@ -17,7 +17,8 @@ AVX512-BF16 or AMX, and on GPUs; float16 and TF32 on GPUs. A run is divided by
 the peak of the precision it computes in (peak_for). The 3x3 convolution that
 the older calibration timed stays as a second figure, and on a CPU whose
 clock and core type are known, the theoretical peak (cores x GHz x FLOP per
-cycle) is recorded too. TensorFlow is imported only when a measurement runs.
+cycle) is recorded too. The kernels are the run's backend's (l40sbench.backends), imported only when
+a measurement runs.
 """
 
 from __future__ import annotations
@@ -268,105 +269,64 @@ def theoretical_cpu_peak(cpuinfo: str, cpufreq: Path | None = None) -> Theoretic
                        f"{cores} cores x {ghz:.2f} GHz ({clock_source}) x {flop} FLOP/cycle ({core})")
 
 
-# --- the TensorFlow kernels ---------------------------------------------------------------
+# --- the measurement, on the run's backend ----------------------------------------------------
 
-def _tf_dtype(precision: str):
-    import tensorflow as tf
-
-    return {"float32": tf.float32, "tf32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[precision]
-
-
-def tf_matmul(precision: str) -> Callable[[int], Callable[[], object]]:
-    """make_call for sweep_sizes: n -> a compiled matmul returning the product on the device."""
-    import tensorflow as tf
-
-    def make(n: int):
-        generator = tf.random.Generator.from_seed(0)
-        a = tf.cast(generator.normal([n, n]), _tf_dtype(precision))
-        b = tf.cast(generator.normal([n, n]), _tf_dtype(precision))
-        return tf.function(lambda: tf.linalg.matmul(a, b))
-
-    return make
-
-
-def conv_kernel():
-    """The 3x3 convolution as a zero-argument compiled call returning the output on the device."""
-    import tensorflow as tf
-
-    generator = tf.random.Generator.from_seed(0)
-    x = generator.normal(CONV_SHAPE)
-    k = generator.normal([3, 3, CONV_SHAPE[3], CONV_FILTERS])
-    return tf.function(lambda: tf.nn.conv2d(x, k, strides=1, padding="SAME"))
-
-
-def _conv_rates(sync: Sync, device_kind: str) -> tuple[float, float]:
-    conv = conv_kernel()
+def _conv_rates(kernels, sync: Sync, device_kind: str) -> tuple[float, float]:
+    conv = kernels.conv(CONV_SHAPE, CONV_FILTERS)
     clock = time.perf_counter
     rates = _rates(conv, CONV_FLOP, _calls_per_sample(conv, device_kind, clock, sync), SAMPLES, clock, sync)
     return max(rates), statistics.median(rates)
 
 
-def _device() -> tuple[str, str]:
-    """(device kind, device name) of TensorFlow's default device: the first GPU's, or the CPU model."""
-    import tensorflow as tf
-
-    from l40sbench.core.env import cpu_model
-
-    if not tf.config.list_logical_devices("GPU"):
-        return "CPU", cpu_model()
-    return "GPU", tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
-        "device_name", "GPU")
-
-
-def measure(sync: Sync = no_sync) -> Peak:
-    """Measures every precision's matmul peak and the conv rate on TensorFlow's default device.
+def measure(sync: Sync = no_sync, backend: str = "tensorflow") -> Peak:
+    """Measures every precision's matmul peak and the conv rate on the backend's default device.
 
     A few seconds on two CPU cores. On a GPU, float32 is measured with TF32
-    execution off and tf32 with it on; the setting is restored afterwards.
+    execution off and tf32 with it on (the backend's precision_mode).
     """
-    import tensorflow as tf
+    from l40sbench.backends import load
 
-    kind, device = _device()
+    kernels = load(backend)
+    kind, device = kernels.device()
     cpuinfo = _read("/proc/cpuinfo")
     flags = cpu_facts(cpuinfo).get("flags", set())
-    tf32_default = tf.config.experimental.tensor_float_32_execution_enabled()
     peaks = []
-    try:
-        for precision in precisions(kind, flags):
-            if kind == "GPU":
-                tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
-            peaks.append(sweep_sizes(tf_matmul(precision), GPU_SIZES if kind == "GPU" else CPU_SIZES, precision,
+    for precision in precisions(kind, flags):
+        with kernels.precision_mode(kind, precision):
+            peaks.append(sweep_sizes(kernels.matmul(precision), GPU_SIZES if kind == "GPU" else CPU_SIZES, precision,
                                      device_kind=kind, sync=sync))
-    finally:
-        if kind == "GPU":
-            tf.config.experimental.enable_tensor_float_32_execution(tf32_default)
-    conv_best, conv_median = _conv_rates(sync, kind)
+    conv_best, conv_median = _conv_rates(kernels, sync, kind)
     theoretical = theoretical_cpu_peak(cpuinfo) if kind == "CPU" else Theoretical(
         None, "unknown: no theoretical figure for GPUs is kept")
     return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
 
 
-def measure_env(sync: Sync = no_sync, log: Callable[[str], None] = lambda _: None) -> dict:
-    """env.peak of a result record: the peaks, and what they ran with (tf32_enabled says which peak float32
-    runs are divided by on a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core).
+def measure_env(sync: Sync = no_sync, log: Callable[[str], None] = lambda _: None,
+                backend: str = "tensorflow") -> dict:
+    """env.peak of a result record: the peaks, measured on `backend`, and what they ran with.
 
     Measured now, unless $L40SBENCH_PEAK_FILE names a peak already measured on this device with the same
-    settings (see kept_or_measured); `source` says which.
+    settings (see kept_or_measured); `source` says which. Each backend keeps its own file: a peak taken
+    with TensorFlow's kernels is not jax's. The tensorflow one is the file named, another backend's sits
+    beside it (peak.json, peak.jax.json).
     """
-    import tensorflow as tf
+    from l40sbench.backends import load
 
-    kind, device = _device()
-    context = {"device_kind": kind, "device": device, "host": platform.node(),
-               "logical_devices": len(tf.config.list_logical_devices(kind)),
-               "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
-               "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads()}
+    kind, device = load(backend).device()
+    context = {"device_kind": kind, "device": device, "host": platform.node(), "backend": backend,
+               **load(backend).peak_context(kind)}
     path = os.environ.get(PEAK_FILE_VARIABLE)
 
     def measure_now() -> dict:
-        log("measuring this device's peak (matmul per precision, 3x3 conv) ...")
-        return {**measure(sync).to_dict(), **context}
+        log(f"measuring this device's peak on {backend} (matmul per precision, 3x3 conv) ...")
+        return {**measure(sync, backend).to_dict(), **context}
 
-    return kept_or_measured(Path(path) if path else None, context, measure_now)
+    return kept_or_measured(peak_file(Path(path), backend) if path else None, context, measure_now)
+
+
+def peak_file(path: Path, backend: str) -> Path:
+    """Where `backend`'s peak is kept when $L40SBENCH_PEAK_FILE names `path`."""
+    return path if backend == "tensorflow" else path.with_name(f"{path.stem}.{backend}{path.suffix}")
 
 
 def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[], dict]) -> dict:
@@ -377,6 +337,8 @@ def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[],
     peak is measured. `source` names where the figures come from and `measured_utc` when.
     """
     kept = _read_json(path) if path is not None else None
+    if kept is not None:
+        kept = {"backend": "tensorflow", **kept}  # kept before the backend was recorded: TensorFlow measured it
     if kept is not None and all(kept.get(key) == value for key, value in context.items()) and "matmul" in kept:
         return {**kept, "source": f"{SOURCE_FILE} {path}"}
     peak = {**measure_now(), "source": SOURCE_MEASURED,

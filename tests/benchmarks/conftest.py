@@ -117,8 +117,8 @@ def gate_probe_over_bare_loop(benchmark, call: Callable, images, name: str, what
 @pytest.fixture(scope="session")
 def conv_kernel():
     """The peak measurement's 3x3 convolution (l40sbench.peak), compiled once, its output read on the host."""
-    from l40sbench import peak
+    from l40sbench import backends, peak
 
-    conv = peak.conv_kernel()
+    conv = backends.load("tensorflow").conv(peak.CONV_SHAPE, peak.CONV_FILTERS)
     conv()
     return lambda: conv().numpy()

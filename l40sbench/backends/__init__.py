@@ -1,0 +1,92 @@
+"""The Keras backend a run computes on: tensorflow, jax or torch.
+
+Keras 3 reads KERAS_BACKEND once, when it is first imported, so `select` runs
+before anything imports keras. One module per backend holds what differs
+between them: the device sync the clocks call, the compiled single-image
+forward of the latency probe, forward FLOPs, the peak's kernels, device facts,
+peak memory and the sweep's training step. Everything else imports no backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+from l40sbench.errors import UserError
+
+NAMES = ("tensorflow", "jax", "torch")
+DEFAULT = "tensorflow"
+VARIABLE = "KERAS_BACKEND"
+# What each backend's pip extra is called, for the message when it is not installed.
+EXTRA = {"tensorflow": "the base install", "jax": "l40sbench[jax]", "torch": "l40sbench[torch]"}
+MODULE = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+def requested(flag: str | None) -> str:
+    """--backend if given, else $KERAS_BACKEND, else tensorflow.
+
+    Raises:
+      UserError: a name that is not a backend.
+    """
+    name = flag or os.environ.get(VARIABLE) or DEFAULT
+    if name not in NAMES:
+        source = "--backend" if flag else VARIABLE
+        raise UserError(f"{source} {name!r} is not a Keras backend; choose one of: {', '.join(NAMES)}")
+    return name
+
+
+def select(name: str) -> None:
+    """Makes Keras run on `name`: sets KERAS_BACKEND before keras is imported, and checks the library is there.
+
+    Raises:
+      UserError: the backend's library is not installed, or keras already runs on another backend here.
+    """
+    requested(name)
+    keras = sys.modules.get("keras")
+    if keras is not None and keras.backend.backend() != name:
+        raise UserError(f"keras is already loaded on {keras.backend.backend()} in this process; "
+                        f"start a new one for {name}")
+    if importlib.util.find_spec(MODULE[name]) is None:
+        raise UserError(f"backend {name}: the {MODULE[name]} package is not installed (pip install {EXTRA[name]})")
+    os.environ[VARIABLE] = name
+
+
+def load(name: str):
+    """The module of what `name` does differently (l40sbench.backends.<name>)."""
+    return importlib.import_module(f"l40sbench.backends.{name}")
+
+
+def active() -> str:
+    """The backend keras runs on in this process (keras imported now if it was not)."""
+    import keras
+
+    return keras.backend.backend()
+
+
+def set_random_seed(seed: int) -> None:
+    """keras.utils.set_random_seed, less its TensorFlow step off tensorflow.
+
+    Keras seeds TensorFlow wherever it is installed, importing it (seconds, and a second runtime in a jax
+    or torch process); the other steps are the same: Keras' global seed and generator, Python, NumPy, torch.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        keras.utils.set_random_seed(seed)
+        return
+    import random
+
+    import numpy as np
+    from keras.src.backend.common import global_state  # what set_random_seed itself writes
+    from keras.src.random import seed_generator
+
+    global_state.set_global_attribute("global_random_seed", seed)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    random.seed(seed)
+    np.random.seed(seed)
+    if keras.backend.backend() == "torch":
+        import torch
+
+        torch.manual_seed(seed)

@@ -1,0 +1,255 @@
+"""What the jax backend does differently: jax.jit forwards and steps, JAX's devices, XLA's FLOP count.
+
+JAX dispatches asynchronously on every device, the CPU included, so the clocks'
+sync waits for every live array: the outputs a timed call keeps are then ready.
+Without a GPU, N devices are N host-platform devices
+(XLA_FLAGS=--xla_force_host_platform_device_count=N, set before JAX starts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from typing import Callable
+
+import numpy as np
+
+NAME = "jax"
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+SWEEP_STEP = "jax.jit over stateless_call and the optimizer's stateless_apply, keras.distribution.DataParallel"
+FLOP_COUNTER = "XLA's cost analysis of the compiled forward"
+
+
+def host_devices_env(count: int, environ: dict | None = None) -> dict:
+    """XLA_FLAGS for a process that needs `count` CPU devices (a GPU's devices are its own)."""
+    environ = dict(os.environ if environ is None else environ)
+    flags = [f for f in environ.get("XLA_FLAGS", "").split() if not f.startswith(HOST_DEVICES_FLAG)]
+    environ["XLA_FLAGS"] = " ".join(flags + [f"{HOST_DEVICES_FLAG}={count}"])
+    return environ
+
+
+def version() -> str:
+    import jax
+    import jaxlib
+
+    return f"{jax.__version__} (jaxlib {jaxlib.__version__})"
+
+
+def _kind(device) -> str:
+    return "GPU" if device.platform in ("gpu", "cuda", "rocm") else device.platform.upper()
+
+
+def device_facts() -> list[dict]:
+    import jax
+
+    from l40sbench.core.env import cpu_model
+
+    return [{"name": f"{d.platform}:{d.id}", "type": _kind(d),
+             "model": cpu_model() if d.platform == "cpu" else d.device_kind} for d in jax.devices()]
+
+
+def device_names() -> list[str]:
+    import jax
+
+    return [f"{d.platform}:{d.id}" for d in jax.devices()]
+
+
+def device() -> tuple[str, str]:
+    """(device kind, device name) of JAX's default device: the first GPU's, or the CPU model."""
+    first = device_facts()[0]
+    return first["type"], first["model"]
+
+
+def _wait() -> None:
+    import jax
+
+    for array in jax.live_arrays():
+        array.block_until_ready()
+
+
+def sync():
+    """Blocks until every live array is computed (JAX dispatches asynchronously, on the CPU too)."""
+    return _wait
+
+
+def training_compile(xla: bool) -> tuple[bool, str]:
+    """Keras on jax compiles the train step with jax.jit whatever --xla says (eager steps are not a benchmark)."""
+    return True, "jax.jit (XLA), as Keras on jax always compiles"
+
+
+def _stateless_forward(model):
+    import jax
+
+    @jax.jit
+    def call(trainable, non_trainable, images):
+        outputs, _ = model.stateless_call(trainable, non_trainable, images, training=False)
+        return outputs
+
+    return call
+
+
+def _values(model) -> tuple[list, list]:
+    return [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
+
+
+def forward(model, image_size: int, xla: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """The single-image forward the latency probe times: jax.jit over the model's stateless call."""
+    del image_size, xla  # jax.jit compiles for the shape it is called with
+    call = _stateless_forward(model)
+    trainable, non_trainable = _values(model)
+
+    def run(image: np.ndarray) -> np.ndarray:
+        return np.asarray(call(trainable, non_trainable, image[None]))[0]  # host -> device -> host
+
+    return run
+
+
+def forward_label(xla: bool) -> str:
+    return "jax.jit (XLA)"
+
+
+def forward_gflops(model, size: int, dtype: str = "float32") -> float:
+    """GFLOP of one size x size image's forward pass, as XLA's cost analysis counts the compiled call."""
+    import jax.numpy as jnp
+
+    trainable, non_trainable = _values(model)
+    compiled = _stateless_forward(model).lower(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype)).compile()
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, (list, tuple)):  # older jax: one dict per computation
+        analysis = analysis[0]
+    return float(analysis["flops"]) / 1e9
+
+
+def peak_memory_mb(kind: str) -> float | None:
+    """The peak bytes JAX's allocator held on the first device (a GPU); None where it keeps no count."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else None
+
+
+# --- the peak's kernels ---------------------------------------------------------------------
+
+def _precision(precision: str):
+    import jax
+
+    # float32 at full precision; tf32 is XLA's default on GPUs with tensor cores
+    return jax.lax.Precision.HIGHEST if precision == "float32" else jax.lax.Precision.DEFAULT
+
+
+def matmul(precision: str) -> Callable[[int], Callable[[], object]]:
+    """make_call for peak.sweep_sizes: n -> a compiled matmul whose product stays on the device."""
+    import jax
+    import jax.numpy as jnp
+
+    dtype = {"float32": jnp.float32, "tf32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}[precision]
+    product = jax.jit(lambda a, b: jnp.matmul(a, b, precision=_precision(precision)))
+
+    def make(n: int):
+        a_key, b_key = jax.random.split(jax.random.key(0))
+        a = jax.random.normal(a_key, (n, n)).astype(dtype)
+        b = jax.random.normal(b_key, (n, n)).astype(dtype)
+        kept = {}
+
+        def call():
+            kept["out"] = product(a, b)  # kept alive, so the sync waits for it
+            return kept["out"]
+
+        return call
+
+    return make
+
+
+def conv(shape: tuple, filters: int):
+    """The 3x3 convolution (NHWC, SAME) as a zero-argument compiled call."""
+    import jax
+
+    x_key, k_key = jax.random.split(jax.random.key(0))
+    x = jax.random.normal(x_key, shape)
+    k = jax.random.normal(k_key, (3, 3, shape[3], filters))
+    convolve = jax.jit(lambda x, k: jax.lax.conv_general_dilated(
+        x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=jax.lax.Precision.HIGHEST))
+    kept = {}
+
+    def call():
+        kept["out"] = convolve(x, k)
+        return kept["out"]
+
+    return call
+
+
+def peak_context(kind: str) -> dict:
+    """What a kept peak must share with this run: JAX's device count, and its float32 matmul precision
+    (XLA's default runs float32 as TF32 on GPUs that have it, as TensorFlow's does)."""
+    import jax
+
+    precision = jax.config.jax_default_matmul_precision
+    return {"logical_devices": len(jax.devices()),
+            "tf32_enabled": kind == "GPU" and precision in (None, "default", "tensorfloat32", "bfloat16_3x"),
+            "default_matmul_precision": precision or "default"}
+
+
+@contextlib.contextmanager
+def precision_mode(kind: str, precision: str):
+    yield  # each kernel names its own precision
+
+
+# --- the sweep's step ---------------------------------------------------------------------------
+
+def sweep_step(model_spec, job, optimizer, loss):
+    """(step, names, replicas): one jax.jit train (or inference) step of a fresh model over the first
+    job.devices devices under keras.distribution.DataParallel, on synthetic data made once on the devices."""
+    import jax
+    import keras
+
+    devices = jax.devices()[:job.devices]
+    if len(devices) < job.devices:
+        raise ValueError(f"{job.devices} devices asked, {len(jax.devices())} {_kind(jax.devices()[0])} device(s) "
+                         "visible to jax")
+    distribution = keras.distribution.DataParallel(devices=devices)
+    keras.distribution.set_distribution(distribution)
+    model = model_spec.build()
+    size = model.input_shape[1]
+    total = job.per_device_batch * len(devices)
+    batch = distribution.get_data_layout((total, size, size, 3)).backend_layout
+    labels = distribution.get_data_layout((total,)).backend_layout
+    x_key, y_key = jax.random.split(jax.random.key(0))
+    x = jax.device_put(jax.random.uniform(x_key, (total, size, size, 3)), batch)
+    y = jax.device_put(jax.random.randint(y_key, (total,), 0, 1000), labels)
+    trainable, non_trainable = _values(model)
+    state = {"trainable": trainable, "non_trainable": non_trainable}
+    names = [f"{d.platform}:{d.id}" for d in devices]
+    if job.settings.mode == "inference":
+        forward = jax.jit(lambda t, n, x: jax.numpy.sum(model.stateless_call(t, n, x, training=False)[0]
+                                                        .astype("float32")))
+
+        def infer():
+            state["out"] = forward(state["trainable"], state["non_trainable"], x)
+            return state["out"]
+
+        return infer, names, len(devices), model
+
+    optimizer.build(model.trainable_variables)
+    state["optimizer"] = [v.value for v in optimizer.variables]
+
+    def loss_of(trainable, non_trainable, x, y):
+        probabilities, non_trainable = model.stateless_call(trainable, non_trainable, x, training=True)
+        return keras.ops.mean(loss(y, keras.ops.cast(probabilities, "float32"))), non_trainable
+
+    gradients = jax.value_and_grad(loss_of, has_aux=True)
+    # The step's inputs are donated to its outputs on a GPU, as Keras' own trainer does (the CPU cannot).
+    donated = (0, 1, 2) if devices[0].platform != "cpu" else ()
+
+    @functools.partial(jax.jit, donate_argnums=donated)
+    def step(trainable, non_trainable, optimizer_variables, x, y):
+        (value, non_trainable), grads = gradients(trainable, non_trainable, x, y)
+        trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, grads, trainable)
+        return value, trainable, non_trainable, optimizer_variables
+
+    def train():
+        state["out"], state["trainable"], state["non_trainable"], state["optimizer"] = step(
+            state["trainable"], state["non_trainable"], state["optimizer"], x, y)
+        return state["out"]
+
+    return train, names, len(devices), model

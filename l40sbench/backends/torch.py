@@ -1,0 +1,190 @@
+"""What the torch backend does differently: eager (or torch.compile) forwards and steps, PyTorch's devices.
+
+PyTorch runs on the CPU synchronously; on a GPU the clocks' sync is
+torch.cuda.synchronize. Keras on torch trains on one device: the sweep says so
+for N > 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import numpy as np
+
+NAME = "torch"
+SWEEP_STEP = "eager: forward, backward, optimizer.apply (as Keras' torch trainer)"
+FLOP_COUNTER = "torch.utils.flop_counter over one eager forward"
+
+
+def version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def device_facts() -> list[dict]:
+    import torch
+
+    from l40sbench.core.env import cpu_model
+
+    facts = [{"name": "cpu", "type": "CPU", "model": cpu_model()}]
+    if _cuda():
+        facts = [{"name": f"cuda:{i}", "type": "GPU", "model": torch.cuda.get_device_name(i)}
+                 for i in range(torch.cuda.device_count())] + facts
+    return facts
+
+
+def device_names() -> list[str]:
+    return [d["name"] for d in device_facts()]
+
+
+def device() -> tuple[str, str]:
+    """(device kind, device name) of the device Keras puts tensors on: the first GPU, else the CPU."""
+    first = device_facts()[0]
+    return first["type"], first["model"]
+
+
+def sync():
+    import torch
+
+    from l40sbench.core.timing import no_sync
+
+    return torch.cuda.synchronize if _cuda() else no_sync
+
+
+def training_compile(xla: bool) -> tuple[bool, str]:
+    """--xla on torch means torch.compile (Keras' jit_compile there)."""
+    return xla, "torch.compile" if xla else "eager"
+
+
+def forward(model, image_size: int, xla: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """The single-image forward the latency probe times: eager, or torch.compile with --xla."""
+    import keras
+    import torch
+
+    call = torch.compile(model) if xla else model
+
+    def run(image: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return keras.ops.convert_to_numpy(call(keras.ops.convert_to_tensor(image[None]), training=False))[0]
+
+    return run
+
+
+def forward_label(xla: bool) -> str:
+    return "torch.compile" if xla else "eager, torch.no_grad"
+
+
+def forward_gflops(model, size: int, dtype: str = "float32") -> float:
+    """GFLOP of one size x size image's forward pass, as PyTorch's flop counter counts it."""
+    import keras
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(keras.ops.zeros((1, size, size, 3), dtype), training=False)
+    return counter.get_total_flops() / 1e9
+
+
+def peak_memory_mb(kind: str) -> float | None:
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**20 if kind == "GPU" else None
+
+
+# --- the peak's kernels ---------------------------------------------------------------------
+
+def _device_name() -> str:
+    return "cuda" if _cuda() else "cpu"
+
+
+def matmul(precision: str) -> Callable[[int], Callable[[], object]]:
+    import torch
+
+    dtype = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16,
+             "float16": torch.float16}[precision]
+
+    def make(n: int):
+        generator = torch.Generator(device=_device_name()).manual_seed(0)
+        a = torch.randn(n, n, generator=generator, device=_device_name()).to(dtype)
+        b = torch.randn(n, n, generator=generator, device=_device_name()).to(dtype)
+        return lambda: torch.matmul(a, b)
+
+    return make
+
+
+def conv(shape: tuple, filters: int):
+    import torch
+
+    generator = torch.Generator(device=_device_name()).manual_seed(0)
+    n, h, w, c = shape
+    x = torch.randn(n, c, h, w, generator=generator, device=_device_name())  # PyTorch's own layout, NCHW
+    k = torch.randn(filters, c, 3, 3, generator=generator, device=_device_name())
+    return lambda: torch.nn.functional.conv2d(x, k, padding="same")
+
+
+def peak_context(kind: str) -> dict:
+    import torch
+
+    return {"logical_devices": 1, "tf32_enabled": kind == "GPU" and bool(torch.backends.cuda.matmul.allow_tf32),
+            "intra_op_threads": torch.get_num_threads()}
+
+
+@contextlib.contextmanager
+def precision_mode(kind: str, precision: str):
+    """On a GPU, float32 with TF32 off and tf32 with it on; restored afterwards."""
+    if kind != "GPU":
+        yield
+        return
+    import torch
+
+    default = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = default
+
+
+# --- the sweep's step ---------------------------------------------------------------------------
+
+def sweep_step(model_spec, job, optimizer, loss):
+    """(step, names, replicas, model): one eager train (or inference) step of a fresh model on one device,
+    as Keras' own torch trainer steps; synthetic data made once on the device."""
+    import keras
+    import torch
+
+    if job.devices > 1:
+        raise ValueError(f"Keras on torch trains on one device here; {job.devices} asked (use --backend jax or "
+                         "tensorflow for several)")
+    model = model_spec.build()
+    size = model.input_shape[1]
+    x = keras.random.uniform((job.per_device_batch, size, size, 3), seed=0)
+    y = keras.random.randint((job.per_device_batch,), 0, 1000, seed=1)
+    names = [device_names()[0]]
+    if job.settings.mode == "inference":
+        def infer():
+            with torch.no_grad():
+                return keras.ops.sum(keras.ops.cast(model(x, training=False), "float32"))
+
+        return infer, names, 1, model
+    trainable = model.trainable_variables
+    optimizer.build(trainable)
+
+    def train():
+        value = keras.ops.mean(loss(y, keras.ops.cast(model(x, training=True), "float32")))
+        model.zero_grad()
+        value.backward()
+        with torch.no_grad():
+            optimizer.apply([v.value.grad for v in trainable], trainable)
+        return value
+
+    return train, names, 1, model
