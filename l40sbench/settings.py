@@ -63,3 +63,25 @@ def check_cluster_settings(config: object) -> None:
         raise ValueError(f"worker_hosts must not repeat a value. Received: worker_hosts={list(hosts)}")
     if hosts and config.task_index >= len(hosts):
         raise ValueError(f"task_index must be < the {len(hosts)} worker hosts. Received: task_index={config.task_index}")
+
+
+ONE_DEVICE_OFF_TENSORFLOW = ("fine-tuning on several devices or hosts runs on the tensorflow backend (tf.distribute); "
+                             "{backend} trains on one")
+
+
+def check_backend_settings(config: object) -> None:
+    """backend: a Keras backend; off tensorflow, one device on one host and no runtime but the backend's own.
+
+    Raises:
+      ValueError: naming the field and the value received.
+    """
+    from l40sbench.backends import NAMES
+
+    require_one_of(config, "backend", NAMES)
+    if config.backend == "tensorflow":
+        return
+    if config.devices > 1 or (config.devices_available or 1) > 1 or config.worker_hosts:
+        raise ValueError(f"{ONE_DEVICE_OFF_TENSORFLOW.format(backend=config.backend)}. Received: devices={config.devices}")
+    if tuple(config.runtimes) != ("tf",):
+        raise ValueError(f"the other inference runtimes take the model through TensorFlow's exporters: use "
+                         f"--backend tensorflow for them. Received: runtimes={list(config.runtimes)}")

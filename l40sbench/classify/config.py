@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
-from l40sbench.settings import (ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_cluster_settings, check_run_settings,
-                                check_runtime_settings)
+from l40sbench.settings import (ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_backend_settings, check_cluster_settings,
+                                check_run_settings, check_runtime_settings)
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,11 @@ class ClassifyConfig:
     devices_available: int | None = None  # devices configured in the process (a --devices list's largest)
     worker_hosts: tuple[str, ...] = ()  # MultiWorkerMirroredStrategy across these hosts; index 0 writes
     task_index: int = 0
+    backend: str = "tensorflow"  # the Keras backend (l40sbench.backends); only tensorflow spreads over devices
 
     def __post_init__(self):
         require_at_least(self, ("epochs", "image_size", "devices", "devices_available"), 1)
+        check_backend_settings(self)
         check_cluster_settings(self)
         if self.devices_available is not None and self.devices_available < self.devices:
             raise ValueError(f"devices_available must be at least devices ({self.devices}). "

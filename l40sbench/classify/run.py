@@ -29,7 +29,6 @@ from l40sbench.errors import UserError
 from l40sbench.runtimes.measure import measure_runtimes
 from l40sbench.runtimes.registry import resolve
 from l40sbench.settings import keras_policy
-from l40sbench.tf_device import device_sync
 
 Log = Callable[[str], None]
 Save = Callable[[dict], None]
@@ -72,7 +71,9 @@ def resolve_image_size(config: ClassifyConfig) -> int:
 def _set_up_keras(config: ClassifyConfig) -> None:
     import keras
 
-    keras.utils.set_random_seed(config.seed)
+    from l40sbench.backends import set_random_seed
+
+    set_random_seed(config.seed)
     keras.mixed_precision.set_global_policy(keras_policy(config.precision))
 
 
@@ -91,27 +92,21 @@ def _epoch_callback(clock: EpochClock, on_epoch: Callable[[int, float, dict], No
     return EpochTimer()
 
 
-def make_forward(model, image_size: int, xla: bool):
-    """The compiled single-image forward call that the latency probe times."""
-    import tensorflow as tf
+def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):
+    """The compiled single-image forward call that the latency probe times (the backend's own)."""
+    from l40sbench.backends import load
 
-    signature = [tf.TensorSpec([1, image_size, image_size, 3], tf.uint8)]
-    compiled = tf.function(lambda x: model(x, training=False), input_signature=signature, jit_compile=xla)
-
-    def forward(image: np.ndarray) -> np.ndarray:
-        # Host -> device, forward pass, device -> host: what serving one decoded image costs.
-        return compiled(tf.convert_to_tensor(image[None])).numpy()[0]
-
-    return forward
+    return load(backend).forward(model, image_size, xla)
 
 
 def _compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log, placement=None):
     """Returns (compiled model, weights label), built and compiled under `placement`'s strategy if any;
-    imports TensorFlow on first use."""
+    imports the backend on first use."""
     import contextlib
 
-    import tensorflow  # noqa: F401  (heavy: imported once the inputs are known good)
+    from l40sbench.backends import load
 
+    load(config.backend).version()  # heavy: the backend is imported once the inputs are known good
     _set_up_keras(config)
     import keras
 
@@ -123,14 +118,14 @@ def _compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, l
             optimizer=keras.optimizers.Adam(1e-3),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
-            jit_compile=config.xla,
+            jit_compile=load(config.backend).training_compile(config.xla)[0],
         )
     return model, weights_label
 
 
 def _measure_inference(model, images: data_mod.ImageSet, image_size: int, config: ClassifyConfig, sync):
     """Latency of the test images one at a time, and the accuracy of those same predictions."""
-    forward = make_forward(model, image_size, config.xla)
+    forward = make_forward(model, image_size, config.xla, config.backend)
     probabilities: list[np.ndarray] = []
     stats = probe_latency(
         lambda image: probabilities.append(forward(image)), images.x["test"], warmup=config.warmup, sync=sync
@@ -144,8 +139,9 @@ def _measure_inference(model, images: data_mod.ImageSet, image_size: int, config
 def _utilisation(model, config: ClassifyConfig, image_size: int, device_peak: dict, train: TrainResult,
                  train_images: int, inference: InferenceResult) -> dict:
     """Training and inference FLOP/s over the peak of the run's precision."""
-    from l40sbench.flops import forward_gflops
+    from l40sbench.backends import load
 
+    forward_gflops = load(config.backend).forward_gflops
     if config.trainable_top_layers is None:  # the base is frozen: no gradient flows through it
         per_forward, convention = 1, "1 x forward (base frozen: forward only; the head's backward is negligible)"
     elif config.trainable_top_layers < 0:
@@ -154,12 +150,12 @@ def _utilisation(model, config: ClassifyConfig, image_size: int, device_peak: di
         per_forward, convention = 3, (f"at most 3 x forward (top {config.trainable_top_layers} base layers train: "
                                       "an upper bound)")
     epoch_seconds = train.steady_epoch_seconds or train.first_epoch_seconds  # the first holds tracing
-    return peak.run_utilisation(
+    return {"flop_counter": load(config.backend).FLOP_COUNTER, **peak.run_utilisation(
         device_peak, config.precision, forward_gflops(model, image_size, "uint8"),
         train_flops_per_forward=per_forward, train_convention=convention,
         train_images_per_second=train_images / epoch_seconds if epoch_seconds else None,
         inference_images_per_second=inference.images_per_second,
-    )
+    )}
 
 
 # Measured here (vgg19, 96 px, 2 logical CPU devices): evaluate() between fit epochs under MirroredStrategy
@@ -168,6 +164,14 @@ def _utilisation(model, config: ClassifyConfig, image_size: int, device_peak: di
 SCORING_UNDER_A_STRATEGY = ("per-epoch test scoring is skipped under a tf.distribute strategy: between epochs it "
                             "slows the next epochs (an epoch traced again); the test split is scored once, after "
                             "training, by the latency probe")
+
+
+def one_device(ops):
+    """Where a run on another backend than tensorflow trains: its first device, no strategy."""
+    from l40sbench.tf_device import Placement
+
+    kind, name = ops.device()
+    return Placement(None, 1, kind, (name,), facts={"strategy": f"none (one device; {ops.NAME})"})
 
 
 def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
@@ -181,9 +185,12 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     image_size = resolve_image_size(config)
     if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
         raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
+    from l40sbench import backends
     from l40sbench.tf_device import place_early, place_for
 
-    placement = place_early(config)
+    backends.select(config.backend)
+    ops = backends.load(config.backend)
+    placement = place_early(config) if config.backend == "tensorflow" else None
     images, source = load_dataset(config, image_size, log)
     dataset = DatasetInfo(
         source=source,
@@ -193,15 +200,17 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
         skipped_files=images.skipped_files,
     )
 
-    log(f"loading TensorFlow and building {spec.name} at {image_size}x{image_size} ...")
-    placement = placement or place_for(config)
+    log(f"loading {config.backend} and building {spec.name} at {image_size}x{image_size} ...")
+    ops.version()
+    placement = placement or (place_for(config) if config.backend == "tensorflow" else one_device(ops))
     model, weights_label = _compiled_model(config, image_size, len(images.classes), log, placement)
-    devices = placement.record(config.batch_size)
+    devices = {**placement.record(config.batch_size),
+               "compile": {"training": ops.training_compile(config.xla)[1], "inference": ops.forward_label(config.xla)}}
     if placement.strategy is not None:
         devices["per_epoch_test_scoring"] = SCORING_UNDER_A_STRATEGY
-    sync = device_sync()
+    sync = ops.sync()
     effective = dataclasses.replace(config, image_size=image_size).to_dict()
-    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync, log=log)}
+    env = {**env_mod.fingerprint(), "peak": peak.measure_env(sync=sync, log=log, backend=config.backend)}
     model_info = {
         "name": model.name,
         "input_size": image_size,
@@ -288,8 +297,8 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
                                inference)
     result = record(True, inference, {"test_accuracy": accuracy}, utilisation)
     save(result.to_dict())
-    if config.output_dir is None or probabilities is None:
-        return result
+    if config.output_dir is None or probabilities is None or config.backend != "tensorflow":
+        return result  # the other runtimes take their models through TensorFlow's exporters
     model_file = config.output_dir / cl_runtimes.MODEL_FILE
     log(f"saving the fine-tuned model to {model_file} (for `infer` and the other runtimes) ...")
     model.save(model_file)
@@ -320,6 +329,8 @@ def infer_setup(record: dict, model_file: Path, log: Log):
     log(f"loading {model_file} ...")
     model = keras.saving.load_model(model_file)
     log(f"tf (reference): {len(images.y['test'])} test images one at a time, first {config.warmup} excluded ...")
+    from l40sbench.tf_device import device_sync
+
     stats, _, probabilities = _measure_inference(model, images, config.image_size, config, device_sync())
     if probabilities is None:
         raise UserError("the run's test split is empty: nothing to time")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from l40sbench.classify.bases import BASES
-from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, data_flags, device_counts,
-                                   make_config)
+from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, backend_flag, data_flags,
+                                   device_counts, make_config)
 from l40sbench.cli.runs import run_device_counts
+from l40sbench.errors import UserError
+from l40sbench.settings import ONE_DEVICE_OFF_TENSORFLOW
 
 
 def add(subparsers) -> None:
@@ -51,7 +53,12 @@ def run(args) -> int:
         image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
-        worker_hosts=args.worker_hosts, task_index=args.task_index,
+        worker_hosts=args.worker_hosts, task_index=args.task_index, backend=backend_flag(args, "classify"),
     )
     BASES.get(config.base)  # an unknown base fails before anything is loaded
-    return run_device_counts("classify", config, run_classify, device_counts(args.devices))
+    if config.backend == "tensorflow":
+        return run_device_counts("classify", config, run_classify, device_counts(args.devices))
+    if args.devices not in ((1,), ("all",)):
+        raise UserError(f"--devices {','.join(map(str, args.devices))}: "
+                        f"{ONE_DEVICE_OFF_TENSORFLOW.format(backend=config.backend)}")
+    return run_device_counts("classify", config, run_classify, (1,))

@@ -61,6 +61,25 @@ def add_run_flags(p) -> None:
         help="mixed-precision policy (default: fp32)",
     )
     p.add_argument("--strict", action="store_true", help="fail on an unreadable image instead of skipping it")
+    add_backend_flag(p)
+
+
+def add_backend_flag(p, note: str = "") -> None:
+    from l40sbench.backends import NAMES
+
+    p.add_argument("--backend", choices=NAMES, help="the Keras backend to compute on (default: $KERAS_BACKEND, else "
+                                                   f"tensorflow){note}")
+
+
+def backend_flag(args, task: str) -> str:
+    """--backend, else $KERAS_BACKEND, else tensorflow; detection refuses any but tensorflow."""
+    from l40sbench.backends import requested
+
+    name = requested(args.backend)
+    if task == "detect" and name != "tensorflow":
+        raise UserError(f"detect runs on the tensorflow backend only (Model Garden is TensorFlow's); got {name} "
+                        f"from {'--backend' if args.backend else 'KERAS_BACKEND'}")
+    return name
 
 
 def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, data_flags, device_counts,
-                                   finite, make_config, name_list)
+                                   backend_flag, finite, make_config, name_list)
 from l40sbench.cli.runs import run_device_counts
 
 
@@ -53,6 +53,7 @@ def run(args) -> int:
     from l40sbench.detect.run import run_detect
 
     classes = args.classes
+    backend_flag(args, "detect")
     config = make_config(
         DetectConfig,
         base=args.base, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,

@@ -67,12 +67,19 @@ def environment_block(env: dict) -> str:
         ("OS", env.get("os") or "-"),
         ("CUDA / cuDNN (TF build)", f"{env.get('cuda') or '-'} / {env.get('cudnn') or '-'}"),
         ("Python / TensorFlow / Keras", f"{env.get('python') or '-'} / {env.get('tensorflow') or '-'} / {env.get('keras') or '-'}"),
+        ("Keras backend", backend_label(env)),
         _machine_rate_row(env),
         ("Suite commit", env.get("suite_commit") or "-"),
         ("Date (UTC)", env.get("timestamp_utc") or "-"),
     ]
     width = max(len(k) for k, _ in rows)
     return "Environment\n" + "\n".join(f"  {k.ljust(width)} : {v}" for k, v in rows)
+
+
+def backend_label(env: dict) -> str:
+    """"jax 0.10.2 (jaxlib 0.10.2)"; records from before backends were recorded ran on TensorFlow."""
+    name = env.get("backend") or "tensorflow"
+    return f"{name} {env.get('backend_version') or env.get(name) or ''}".strip()
 
 
 def wall_epoch_seconds(train: dict) -> float | None:
