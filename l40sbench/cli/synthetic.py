@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from l40sbench.cli.common import (EXIT_INTERRUPTED, finite, int_list, log, make_config, name_list,
+from l40sbench.cli.common import (EXIT_INTERRUPTED, add_backend_flag, backend_flag, finite, int_list, log, make_config, name_list,
                                    prepare_output_dir, run_id)
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
 # Sweep flags --resume takes from the sweep it resumes (their defaults are None so a given one shows).
 _SWEEP_FLAGS = ("models", "batch_sizes", "devices", "mode", "precision", "optimizer", "warmup_steps", "steps",
-                "memory_limit", "timeout", "worker_hosts")
+                "memory_limit", "timeout", "worker_hosts", "backend")
 
 
 def add(subparsers) -> None:
@@ -25,10 +25,11 @@ def add(subparsers) -> None:
         description=(
             "Images/s of SGD training steps (or forward passes) on synthetic images made on the device, "
             "over models x batch sizes per device x device counts, as the LeaderGPU study measured with "
-            "tf_cnn_benchmarks, on TensorFlow 2 and tf.distribute. Each configuration runs in its own "
+            "tf_cnn_benchmarks, on Keras 3: TensorFlow with tf.distribute (the default), JAX with "
+            "keras.distribution.DataParallel, or PyTorch on one device (--backend). Each configuration runs in its own "
             "process: out of memory is recorded as '-*' and the sweep goes on. Rows stream to "
             "OUTPUT_DIR/rows.jsonl; --resume OUTPUT_DIR runs only the missing ones. Without a GPU, N devices "
-            "are N logical devices of the CPU (the same MirroredStrategy path)."
+            "are N logical devices of the CPU (the same multi-device path)."
         ),
     )
     p.add_argument("--list", action="store_true", help="list the models with input size, parameters and GFLOPs per image")
@@ -56,6 +57,7 @@ def add(subparsers) -> None:
                    help="run across hosts with MultiWorkerMirroredStrategy: the same list on every host "
                         "(default: TF_CONFIG if set, else this host alone)")
     p.add_argument("--task-index", type=int, default=None, help="this host's index in --worker-hosts (0 is the chief, which writes the result)")
+    add_backend_flag(p, note="; jax spreads over --devices with DataParallel, torch takes one device")
     p.add_argument("--resume", type=Path, metavar="DIR", help="finish the sweep in DIR with its own settings, running only what rows.jsonl lacks")
     p.add_argument("--output-dir", type=Path, help="where results go (default: results/<run-id>/)")
     p.set_defaults(func=run)
@@ -105,7 +107,8 @@ def run(args) -> int:
             devices=args.devices or (1,), settings=make_config(
                 StepSettings, mode=args.mode or "train", precision=args.precision or "fp32", xla=bool(args.xla),
                 optimizer=args.optimizer or "sgd", warmup_steps=10 if args.warmup_steps is None else args.warmup_steps,
-                steps=100 if args.steps is None else args.steps, memory_limit_gb=args.memory_limit),
+                steps=100 if args.steps is None else args.steps, memory_limit_gb=args.memory_limit,
+                backend=backend_flag(args, "synthetic")),
             timeout_s=args.timeout, find_max_batch=args.find_max_batch, worker_hosts=hosts, task_index=index,
             output_dir=args.output_dir or Path("results") / run_id("synthetic", "sweep"),
         )

@@ -53,6 +53,13 @@ class SweepConfig:
         if self.timeout_s is not None and not 0 < self.timeout_s < float("inf"):
             raise ValueError(f"timeout_s must be > 0 and finite. Received: timeout_s={self.timeout_s}")
         check_cluster_settings(self)
+        backend = self.settings.backend
+        if backend == "torch" and max(self.devices) > 1:
+            raise ValueError("Keras on torch runs the sweep on one device (jax and tensorflow spread over several). "
+                             f"Received: devices={list(self.devices)}")
+        if backend != "tensorflow" and self.worker_hosts:
+            raise ValueError(f"a sweep across hosts runs on the tensorflow backend (MultiWorkerMirroredStrategy), "
+                             f"not {backend}. Received: worker_hosts={list(self.worker_hosts)}")
 
     @property
     def is_chief(self) -> bool:

@@ -32,8 +32,10 @@ class StepSettings:
     warmup_steps: int = 10
     steps: int = 100
     memory_limit_gb: float | None = None
+    backend: str = "tensorflow"  # the Keras backend the child computes on (l40sbench.backends)
 
     def __post_init__(self):
+        from l40sbench.backends import NAMES
         from l40sbench.core.validate import require_at_least, require_one_of
         from l40sbench.settings import PRECISIONS
 
@@ -42,6 +44,10 @@ class StepSettings:
         require_one_of(self, "mode", MODES)
         require_one_of(self, "precision", PRECISIONS)
         require_one_of(self, "optimizer", OPTIMIZERS)
+        require_one_of(self, "backend", NAMES)
+        if self.backend != "tensorflow" and self.precision == "mixed_float16":
+            raise ValueError("mixed_float16 needs loss scaling, which the sweep does on the tensorflow backend only; "
+                             f"use mixed_bfloat16 on {self.backend}. Received: precision=mixed_float16")
         if self.memory_limit_gb is not None and not 0 < self.memory_limit_gb < float("inf"):
             raise ValueError(f"memory_limit_gb must be > 0 and finite. Received: memory_limit_gb={self.memory_limit_gb}")
 
@@ -110,6 +116,7 @@ class Row:
     seconds: float | None = None
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    backend: str = "tensorflow"  # rows written before backends were recorded ran on TensorFlow
 
     @property
     def key(self) -> tuple:
@@ -133,7 +140,7 @@ def failed_row(job: Job, status: str, error: str, *, device_kind: str, workers: 
         optimizer=settings.optimizer, devices=job.devices * workers, workers=workers, device_kind=device_kind,
         per_device_batch=job.per_device_batch, total_batch=job.per_device_batch * job.devices * workers,
         status=status, warmup_steps=settings.warmup_steps, steps=settings.steps,
-        gflops_per_image=job.gflops_per_image, seconds=seconds, error=error,
+        gflops_per_image=job.gflops_per_image, seconds=seconds, error=error, backend=settings.backend,
     )
 
 

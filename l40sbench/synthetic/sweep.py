@@ -100,7 +100,13 @@ def append_row(output_dir: Path, row: Row) -> None:
 
 
 def child_env(config: SweepConfig) -> dict:
-    env = dict(os.environ)
+    """A child's environment: its Keras backend, jax's host devices for the largest count, the cluster."""
+    backend = config.settings.backend
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    if backend == "jax":
+        from l40sbench.backends.jax import host_devices_env
+
+        env = host_devices_env(max(config.devices), env)
     if config.worker_hosts:
         from l40sbench.tf_device import cluster_env
 
@@ -189,9 +195,9 @@ def describe(row: Row) -> str:
     return f"{where}: {row.status} ({row.error})"
 
 
-def _worker_child(flag: str, what: str) -> dict:
+def _worker_child(flag: str, what: str, env: dict) -> dict:
     """The result a worker child prints for `flag` (--calibrate, --fingerprint); RuntimeError naming `what`."""
-    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", flag], timeout_s=600,
+    outcome = child.run([sys.executable, "-m", "l40sbench.synthetic.worker", flag], timeout_s=600, env=env,
                         memory_limit_mb=None)
     result = _child_result(outcome)
     if result is None:
@@ -201,13 +207,13 @@ def _worker_child(flag: str, what: str) -> dict:
 
 def calibrate(config: SweepConfig, log: Log) -> dict:
     """The device's peaks and the environment, measured in a child at the start of the sweep."""
-    log("measuring this device's peak: matmul per precision and a 3x3 convolution ...")
-    return _worker_child("--calibrate", "calibration")
+    log(f"measuring this device's peak on {config.settings.backend}: matmul per precision and a 3x3 convolution ...")
+    return _worker_child("--calibrate", "calibration", child_env(config))
 
 
-def _child_fingerprint() -> dict:
-    """This machine's environment block as a sweep's child sees it (TensorFlow's devices included)."""
-    return _worker_child("--fingerprint", "reading the environment")["env"]
+def _child_fingerprint(config: SweepConfig) -> dict:
+    """This machine's environment block as a sweep's child sees it (the backend's devices included)."""
+    return _worker_child("--fingerprint", "reading the environment", child_env(config))["env"]
 
 
 def _gpus(state: dict) -> int:
@@ -258,7 +264,7 @@ def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
     """sweep.json's state: written anew at the start, read back on --resume (on the same kind of machine)."""
     if resume:
         state = read_state(config.output_dir)
-        here = machine_kind(_child_fingerprint())
+        here = machine_kind(_child_fingerprint(config))
         first = machine_kind(state["env"])
         if here != first:
             raise UserError(f"cannot resume {config.output_dir} here: its rows were measured on "

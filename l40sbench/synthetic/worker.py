@@ -18,6 +18,7 @@ import os
 import resource
 import sys
 import time
+from typing import Callable
 
 from l40sbench.core.child import first_line
 from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
@@ -112,8 +113,57 @@ def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
+def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: int, kind: str,
+               peak_memory_mb: Callable[[], float | None], started: float, compiled: str) -> Row:
+    """Warms up, times `steps` steps and makes the configuration's row (every backend's)."""
+    from l40sbench.backends import load
+    from l40sbench.core.stats import step_throughput
+    from l40sbench.core.timing import time_calls
+
+    time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
+    stats = step_throughput(time_calls(lambda _: step(), range(job.settings.steps), sync=sync),
+                            job.per_device_batch * replicas)
+    achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
+    return Row(
+        model=job.model, mode=job.settings.mode, precision=job.settings.precision, xla=job.settings.xla, optimizer=job.settings.optimizer,
+        devices=replicas, workers=workers, device_kind=kind, per_device_batch=job.per_device_batch,
+        total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.settings.warmup_steps,
+        steps=stats.steps, images_per_second=stats.images_per_second,
+        images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
+        step_jitter_percent=stats.step_jitter_percent, gflops_per_image=gflops, achieved_tflops=achieved,
+        peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
+        extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled},
+    )
+
+
+def measure_keras3(job: Job) -> Row:
+    """The same measurement on jax or torch: the backend's own compiled step, on one device or (jax) several
+    under keras.distribution.DataParallel."""
+    import keras
+
+    from l40sbench.backends import load
+    from l40sbench.settings import keras_policy
+    from l40sbench.synthetic.models import MODELS
+
+    ops = load(job.settings.backend)
+    keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
+    kind, _ = ops.device()
+    step, _, replicas, model = ops.sweep_step(MODELS.get(job.model), job, _optimizer(job.settings.optimizer, "fp32"),
+                                              keras.losses.sparse_categorical_crossentropy)
+    gflops = job.gflops_per_image if job.gflops_per_image is not None else ops.forward_gflops(model, model.input_shape[1])
+    return _timed_row(job, step, ops.sync(), gflops=gflops, replicas=replicas, workers=1, kind=kind,
+                      peak_memory_mb=lambda: ops.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
+                      compiled=ops.SWEEP_STEP)
+
+
+def _host_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
 def measure(job: Job) -> Row:
     """Builds the model under the strategy, warms up, times `steps` steps."""
+    if job.settings.backend != "tensorflow":
+        return measure_keras3(job)
     workers, _ = _workers()
     multi_worker = workers > 1
     import keras
@@ -124,9 +174,7 @@ def measure(job: Job) -> Row:
     # Devices are configured before any strategy starts TensorFlow's runtime.
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
-    from l40sbench.core.stats import step_throughput
     from l40sbench.settings import keras_policy
-    from l40sbench.core.timing import time_calls
     from l40sbench.flops import forward_gflops
     from l40sbench.synthetic.models import MODELS
     from l40sbench.tf_device import device_sync
@@ -144,21 +192,9 @@ def measure(job: Job) -> Row:
         model = spec.build()
         gflops = job.gflops_per_image if job.gflops_per_image is not None else forward_gflops(model, spec.size)
         step = build_step(strategy, model, job, job.per_device_batch * replicas)
-    sync = device_sync()
-    started = time.perf_counter()
-    time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
-    stats = step_throughput(time_calls(lambda _: step(), range(job.settings.steps), sync=sync),
-                            job.per_device_batch * replicas)
-    achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
-    return Row(
-        model=job.model, mode=job.settings.mode, precision=job.settings.precision, xla=job.settings.xla, optimizer=job.settings.optimizer,
-        devices=replicas, workers=workers, device_kind=kind, per_device_batch=job.per_device_batch,
-        total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.settings.warmup_steps,
-        steps=stats.steps, images_per_second=stats.images_per_second,
-        images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
-        step_jitter_percent=stats.step_jitter_percent, gflops_per_image=gflops, achieved_tflops=achieved,
-        peak_memory_mb=_peak_memory_mb(kind, names), seconds=time.perf_counter() - started,
-    )
+    return _timed_row(job, step, device_sync(), gflops=gflops, replicas=replicas, workers=workers, kind=kind,
+                      peak_memory_mb=lambda: _peak_memory_mb(kind, names), started=time.perf_counter(),
+                      compiled=f"tf.function under {type(strategy).__name__}" + (", XLA" if job.settings.xla else ""))
 
 
 # A GPU out of memory for a library's workspace surfaces as InternalError, not ResourceExhaustedError.
@@ -167,6 +203,9 @@ GPU_ALLOCATION_FAILURES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAI
 
 
 def _is_oom(exc: BaseException) -> bool:
+    if "tensorflow" not in sys.modules:  # jax says RESOURCE_EXHAUSTED, torch "CUDA out of memory"
+        text = str(exc).split("\n")[0]
+        return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in text or "out of memory" in text
     import tensorflow as tf
 
     if isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError)) or "OOM" in str(exc).split("\n")[0]:
@@ -181,23 +220,28 @@ def job_main(job: Job) -> Row:
     except Exception as exc:  # noqa: BLE001 - any failure is this configuration's result
         status = "oom" if _is_oom(exc) else "error"
         return failed_row(job, status, f"{type(exc).__name__}: {first_line(exc)}",
-                          device_kind="GPU" if _has_gpu() else "CPU", workers=workers)
+                          device_kind=_device_kind(job.settings.backend), workers=workers)
 
 
-def _has_gpu() -> bool:
+def _device_kind(backend: str) -> str:
+    if backend != "tensorflow":
+        from l40sbench.backends import load
+
+        return load(backend).device()[0]
     import tensorflow as tf
 
-    return bool(tf.config.list_physical_devices("GPU"))
+    return "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
 
 
 def calibrate_main() -> dict:
     """The device's peak per precision (and the conv rate) plus the environment, for the sweep's header."""
+    from l40sbench.backends import load
     from l40sbench.core.env import fingerprint
     from l40sbench.peak import measure_env
-    from l40sbench.tf_device import device_sync
 
-    device_peak = measure_env(sync=device_sync())
-    return {"peak": device_peak, "env": {**fingerprint(), "peak": device_peak}}
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    device_peak = measure_env(sync=load(backend).sync(), backend=backend)
+    return {"peak": device_peak, "env": {**fingerprint(backend), "peak": device_peak}}
 
 
 def main(argv: list[str]) -> int:
@@ -205,11 +249,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--calibrate"]:
         result = calibrate_main()
     elif argv[:1] == ["--fingerprint"]:
-        import tensorflow  # noqa: F401  (the fingerprint lists TensorFlow's devices once it is imported)
-
+        from l40sbench.backends import load
         from l40sbench.core.env import fingerprint
 
-        result = {"env": fingerprint()}
+        backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+        load(backend).version()  # the fingerprint lists its devices
+        result = {"env": fingerprint(backend)}
     else:
         result = job_main(Job.from_dict(json.loads(argv[0]))).to_dict()
     sys.stdout.write(ROW_MARKER + json.dumps(result) + "\n")
