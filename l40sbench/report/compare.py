@@ -1,6 +1,6 @@
 """Two sets of results side by side, and whether the new one got worse: pure, no I/O.
 
-Rows are matched on (task, model, batch, devices, precision, image size), and
+Rows are matched on (task, model, batch, devices, precision, image size, Keras backend), and
 a run's inference runtimes each make a row of their own ("classify on
 onnxruntime", at the precision the runtime was asked for), and so does
 each LoadGen test (its scenario, workers, bound and rate in the task name;
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from l40sbench.core.env import gpu_models
-from l40sbench.report.inputs import replicas
+from l40sbench.report.inputs import backend, replicas
 from l40sbench.report.tables import clock_epoch_seconds, wall_epoch_seconds
 
-KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size")
+KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size", "backend")
 LOWER, HIGHER, ACCURACY = "time", "rate", "accuracy"
 
 
@@ -60,7 +60,7 @@ def lines(record: dict) -> list[Line]:
             if r.get("images_per_second"):
                 figures = {"images/s": (r["images_per_second"], HIGHER), "step ms": (r.get("step_ms_mean"), LOWER)}
             out.append(Line((f"synthetic-{r['mode']}", r["model"], r["per_device_batch"], r["devices"],
-                             r.get("precision"), None), r["status"], figures))
+                             r.get("precision"), None, r.get("backend") or backend(record)), r["status"], figures))
         return out
     config, train, inference = record.get("config") or {}, record.get("train") or {}, record.get("inference") or {}
     figures = {
@@ -77,7 +77,7 @@ def lines(record: dict) -> list[Line]:
         if isinstance(value, (int, float)):
             figures[name] = (value, ACCURACY)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
-           config.get("image_size"))
+           config.get("image_size"), backend(record))
     return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record),
             *_scenario_lines(record)]
 
@@ -100,7 +100,7 @@ def _runtime_lines(record: dict) -> list[Line]:
             if isinstance(value, (int, float)):
                 figures[name] = (value, ACCURACY)
         key = (f"{record.get('task')} on {row['runtime']}", record.get("base"), 1, _gpus(record),
-               row.get("precision_requested"), config.get("image_size"))
+               row.get("precision_requested"), config.get("image_size"), backend(record))
         out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures))
     return out
 
@@ -122,7 +122,7 @@ def _scenario_lines(record: dict) -> list[Line]:
             figures["max VALID qps"] = (entry["search"]["max_valid_qps"], HIGHER)
         key = (f"{record.get('task')} {entry['scenario']} ({', '.join(chosen)}) on {entry['runtime']}",
                record.get("base"), settings.get("batch", 1), _gpus(record), entry.get("precision_requested"),
-               config.get("image_size"))
+               config.get("image_size"), backend(record))
         out.append(Line(key, "ok" if entry["result"] == "VALID" else entry["result"], figures))
     return out
 

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.report import plots
-from l40sbench.report.inputs import Loaded, machine_labels, replicas
+from l40sbench.report.inputs import Loaded, backend, machine, machine_labels, replicas
 from l40sbench.report.tables import (CLOCK_PER_EPOCH, SCALING_HEADERS, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
                                      environment_block, format_duration, markdown_table, runtime_cells, runtime_rows,
                                      scaling_cells, scenario_cells, scenario_title,
@@ -246,6 +246,51 @@ def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
     return parts
 
 
+def _backend_rows(loaded: Sequence[Loaded]) -> list[tuple[str, str, str, float, str]]:
+    """(configuration, backend, figure name, value, unit) for every configuration measured on several backends of
+    one machine: classify and detect by steady epoch and per-image time, a sweep's rows by images/s."""
+    points: dict[tuple, dict[str, list]] = {}
+    for item in loaded:
+        record, name = item.record, backend(item.record)
+        if name is None:
+            continue
+        config = record.get("config") or {}
+        if record.get("task") == "synthetic":
+            for row in record.get("rows", ()):
+                if row.get("images_per_second"):
+                    label = f"{row['model']} b{row['per_device_batch']} x{row['devices']} {row['precision']}"
+                    points.setdefault((machine(record), "synthetic", label), {})[name] = [
+                        ("images/s", row["images_per_second"], "images/s")]
+            continue
+        label = f"{record.get('base')} {config.get('image_size')}px b{config.get('batch_size')} {config.get('precision')}"
+        figures = [("steady epoch", (record.get("train") or {}).get("steady_epoch_seconds"), "s"),
+                   ("per image", (record.get("inference") or {}).get("mean_ms"), "ms")]
+        points.setdefault((machine(record), record.get("task"), label), {})[name] = [f for f in figures if f[1]]
+    return [(f"{task} {label}", name, figure, value, unit) for (_, task, label), per in points.items() if len(per) > 1
+            for name, figures in sorted(per.items()) for figure, value, unit in figures]
+
+
+def _backend_section(loaded: Sequence[Loaded], out: Path) -> list[str]:
+    """Configurations that differ only by Keras backend: a table, and one bar chart per figure."""
+    rows = _backend_rows(loaded)
+    if not rows:
+        return []
+    parts = ["## Keras backends side by side", "",
+             "The same configuration on the same machine, one row per backend (steady epoch: epochs 2..N; "
+             "per image: the latency probe's mean).", "",
+             markdown_table(["configuration", "backend", "figure", "value"],
+                            [[c, b, f, f"{v:.4g} {u}"] for c, b, f, v, u in rows]), ""]
+    for index, (figure, unit) in enumerate(dict.fromkeys((f, u) for _, _, f, _, u in rows)):
+        groups: dict[str, dict[str, float]] = {}
+        for configuration, name, other, value, _ in rows:
+            if other == figure:
+                groups.setdefault(configuration, {})[name] = value
+        plot = f"backends_{index}.png"
+        plots.backend_bars(groups, out / plot, y_label=f"{figure} ({unit})", title=f"{figure} by Keras backend")
+        parts += [f"![{figure} by Keras backend]({plot})", ""]
+    return parts
+
+
 def _cost_section(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence[cost.Offer],
                   images: int, out: Path) -> list[str]:
     priced: list[tuple[str, cost.Priced]] = []
@@ -297,6 +342,7 @@ def write_report(loaded: Sequence[Loaded], out: Path, *, offers: Sequence[cost.O
     sweeps = [(label, item.record) for item, label in zip(loaded, labels) if item.record.get("task") == "synthetic"]
     if sweeps:
         parts += _synthetic_section(sweeps, out)
+    parts += _backend_section(loaded, out)
     parts += _cost_section(loaded, labels, offers, images, out)
     path = out / "report.md"
     write_atomic(path, "\n".join(parts))

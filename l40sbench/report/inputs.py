@@ -106,18 +106,35 @@ def machine(record: dict) -> str:
     return f"{cpu} ({env.get('cpu_count') or '?'} cores)"
 
 
+def backend(record: dict) -> str | None:
+    """The Keras backend a record computed on: its config's (a sweep's settings'), else its environment's;
+    tensorflow for the suite's records from before other backends; None for a study's (unknown, matches any)."""
+    config = record.get("config") or {}
+    name = config.get("backend") or (config.get("settings") or {}).get("backend") or (record.get("env") or {}).get("backend")
+    if name:
+        return name
+    return None if record.get("source") else "tensorflow"
+
+
 def replicas(record: dict) -> int:
     """The devices a run trained on (1 for a record without a devices block)."""
     return (record.get("devices") or {}).get("replicas") or 1
 
 
 def machine_labels(loaded: Sequence[Loaded]) -> list[str]:
-    """One label per record: its machine, told apart by its run when two records share a machine, task, base
-    and device count (the counts of one --devices list are rows of one machine)."""
+    """One label per record: its machine (and its Keras backend where the records have several), told apart by
+    its run when two records share a machine, backend, task, base and device count (the counts of one --devices
+    list are rows of one machine)."""
+    several = len({backend(item.record) for item in loaded} - {None}) > 1
+
+    def where(record: dict) -> str:
+        name = backend(record) if several else None
+        return f"{machine(record)} · {name}" if name else machine(record)
+
     labels = []
     for item in loaded:
-        base = machine(item.record)
-        clash = [o for o in loaded if machine(o.record) == base and o.record.get("task") == item.record.get("task")
+        base = where(item.record)
+        clash = [o for o in loaded if where(o.record) == base and o.record.get("task") == item.record.get("task")
                  and o.record.get("base") == item.record.get("base") and replicas(o.record) == replicas(item.record)]
         if len(clash) > 1:
             stamp = (item.record.get("env") or {}).get("timestamp_utc") or item.origin

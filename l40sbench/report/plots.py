@@ -251,3 +251,22 @@ def rate_vs_batch(series: dict[str, list[tuple[int, float]]], path: Path, title:
     ax.set_title(title)
     ax.legend(fontsize="x-small")
     return _save(fig, path)
+
+
+def backend_bars(groups: dict[str, dict[str, float]], path: Path, *, y_label: str, title: str) -> Path:
+    """One group of bars per configuration, one bar per Keras backend.
+
+    groups: configuration label -> {backend: value}.
+    """
+    plt = _pyplot()
+    backends = sorted({name for values in groups.values() for name in values})
+    width = 0.8 / max(len(backends), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups)), 4.5))
+    for index, name in enumerate(backends):
+        xs = [i + (index - (len(backends) - 1) / 2) * width for i in range(len(groups))]
+        ax.bar(xs, [values.get(name, 0.0) for values in groups.values()], width, color=f"C{index % 10}", label=name)
+    ax.set_xticks(range(len(groups)), list(groups), fontsize="small")
+    ax.set_ylabel(y_label)
+    ax.set_title(title)
+    ax.legend(title="Keras backend", fontsize="small")
+    return _save(fig, path)
