@@ -70,7 +70,7 @@ def test_an_accuracy_drop_beyond_its_tolerance_exits_1(tiny_runs, copies):
 def test_rows_without_a_partner_are_named(tiny_runs):
     both = [json.loads((tiny_runs[n] / "result.json").read_text()) for n in ("vgg19", "xception")]
     result = compare.compare(both, both[:1])
-    assert result.only_baseline == ("classify xception batch 4 devices 1 precision fp32 image size 71",)
+    assert result.only_baseline == ("classify xception batch 4 devices 1 precision fp32 image size 71 backend tensorflow",)
     assert not result.only_new and result.rows and not result.regressions
     text = run_cli("compare", tiny_runs["vgg19"], tiny_runs["ssd_resnet50_fpn"])
     assert_one_line_exit_2(text, "nothing to compare")

@@ -1,0 +1,220 @@
+"""Keras backends: classify and the sweep on jax beside tensorflow, nothing of TensorFlow loaded under jax,
+the GPU script on the CPU, and the flags that name a backend a command cannot use.
+
+Each jax run is a fresh interpreter with KERAS_BACKEND=jax: Keras picks its backend once per process,
+and the test process runs tensorflow.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import (REPO, TINY_RUNS, assert_csv_matches_json, assert_one_line_exit_2, assert_timing_wiring,
+                            run_cli)
+
+JAX = {**os.environ, "KERAS_BACKEND": "jax"}
+# A package named tensorflow that cannot be imported: a process that needs TensorFlow fails at once.
+NO_TENSORFLOW = "raise ImportError('tensorflow is blocked in this test: the jax path must not need it')\n"
+
+
+def _python(code: str, env: dict, timeout: int = 600):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=timeout)
+
+
+def _without_tensorflow(tmp_path: Path) -> dict:
+    blocked = tmp_path / "blocked"
+    (blocked / "tensorflow").mkdir(parents=True)
+    (blocked / "tensorflow" / "__init__.py").write_text(NO_TENSORFLOW)
+    return {**JAX, "PYTHONPATH": os.pathsep.join([str(blocked), str(REPO)])}
+
+
+def _keys(value, prefix=""):
+    """Every key path of a record, lists of records by their first element."""
+    if isinstance(value, dict):
+        return {k for key, item in value.items() for k in {f"{prefix}{key}"} | _keys(item, f"{prefix}{key}.")}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return _keys(value[0], f"{prefix}[].")
+    return set()
+
+
+def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tensorflow_out():
+    result = _python("""
+        import sys
+        import l40sbench.cli, l40sbench.classify.run, l40sbench.synthetic.sweep, l40sbench.synthetic.worker
+        import l40sbench.core.records, l40sbench.report.document, l40sbench.backends.jax
+        import keras
+        assert keras.backend.backend() == "jax", keras.backend.backend()
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "tf_keras", "torch"))
+        assert not loaded, loaded
+        print("clean")
+    """, JAX)
+    assert result.returncode == 0 and "clean" in result.stdout, result.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def jax_run(tmp_path_factory):
+    """The tiny vgg19 run of TINY_RUNS on jax, in a process where TensorFlow cannot be imported at all."""
+    out = tmp_path_factory.mktemp("jax") / "vgg19"
+    env = _without_tensorflow(out.parent)
+    result = _python(f"""
+        import sys, time
+        from l40sbench import cli
+        started = time.perf_counter()
+        code = cli.main({[*TINY_RUNS['vgg19'], '--backend', 'jax', '--output-dir', str(out)]!r})
+        print("WALL", time.perf_counter() - started)
+        assert "tensorflow" not in sys.modules or sys.modules["tensorflow"] is None
+        sys.exit(code)
+    """, env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    wall = float(next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("WALL")))
+    return json.loads((out / "result.json").read_text()), result, wall, out
+
+
+def test_classify_on_jax_writes_the_record_tensorflow_writes(jax_run, tiny_runs):
+    record, result, wall, out = jax_run
+    reference = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    # the same record shape, less what only TensorFlow has: its threads in the peak, the other runtimes' rows
+    only_tensorflow = {key for key in _keys(reference)
+                       if key == "env.peak.intra_op_threads" or key.startswith("inference.runtimes.")}
+    assert _keys(reference) - only_tensorflow <= _keys(record)
+    assert record["dataset"] == {**reference["dataset"], "source": "stand-in"}
+    assert record["inference"]["images_timed"] == reference["inference"]["images_timed"] == 7
+    assert_timing_wiring(record, wall, epochs=3, test_images=8)
+    assert_csv_matches_json(out)
+    assert record["config"]["backend"] == "jax" and reference["config"]["backend"] == "tensorflow"
+    env = record["env"]
+    assert env["backend"] == "jax" and env["backend_version"].startswith("0.") and env["tensorflow"] is None
+    assert env["devices"] and env["devices"][0]["type"] == "CPU" and env["devices"][0]["name"] == "cpu:0"
+    assert env["peak"]["backend"] == "jax" and reference["env"]["peak"]["backend"] == "tensorflow"
+    devices = record["devices"]
+    assert devices["compile"] == {"training": "jax.jit (XLA), as Keras on jax always compiles",
+                                  "inference": "jax.jit (XLA)"}
+    assert devices["trained_weight_max_change"] > 0  # the head trained
+    assert "Keras backend               : jax" in result.stdout
+    # XLA counts only the taps a window has inside the image, TensorFlow's profiler the whole 3x3 kernel: at
+    # 32 px vgg19's last block is 2x2, where a SAME window keeps 4 of 9 taps (0.62 against 0.80 GFLOP here).
+    counted, profiled = (r["utilisation"]["forward_gflops_per_image"] for r in (record, reference))
+    assert 0.7 * profiled <= counted <= profiled
+    assert record["utilisation"]["flop_counter"] == "XLA's cost analysis of the compiled forward"
+    assert reference["utilisation"]["flop_counter"] == "TensorFlow's profiler over the traced graph"
+
+
+def test_xla_counts_vgg16_at_224_px_as_published():
+    """Where padding is a small part of each map, XLA's count comes within a few per cent of VGG-16's published
+    15.47 GMAC, below it: the windows at a map's border have fewer taps inside it (3 % at 224 px)."""
+    result = _python("""
+        from l40sbench.backends import jax as ops
+        from l40sbench.synthetic.models import MODELS
+        print("GFLOP", ops.forward_gflops(MODELS.get("vgg16").build(), 224))
+    """, JAX)
+    assert result.returncode == 0, result.stderr[-3000:]
+    gflops = float(result.stdout.split("GFLOP")[1])
+    assert 0.95 * 2 * 15.47 <= gflops <= 2 * 15.47
+
+
+def test_each_backend_keeps_its_own_peak_beside_the_session_file(jax_run):
+    kept = Path(os.environ["L40SBENCH_PEAK_FILE"])
+    beside = kept.with_name(f"{kept.stem}.jax{kept.suffix}")
+    assert json.loads(beside.read_text())["backend"] == "jax"
+
+
+def test_report_puts_the_backends_side_by_side(jax_run, tiny_runs, tmp_path):
+    _, _, _, out = jax_run
+    result = run_cli("report", tiny_runs["vgg19"], out, "--out", tmp_path / "report")
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Keras backends side by side" in text
+    assert "| classify vgg19 32px b4 fp32 | jax " in text and "| classify vgg19 32px b4 fp32 | tensorflow " in text
+    from l40sbench.report.inputs import machine
+
+    here = machine(json.loads((out / "result.json").read_text()))
+    assert f"**[A]** {here} · tensorflow · **[B]** {here} · jax\n" in text  # each backend a column group
+    assert (tmp_path / "report" / "backends_0.png").stat().st_size > 10_000
+    compared = run_cli("compare", tiny_runs["vgg19"], out)
+    assert_one_line_exit_2(compared, "nothing to compare")  # another backend is another configuration
+    assert "backend tensorflow" in compared.stdout and "backend jax" in compared.stdout
+
+
+def test_training_learns_the_standin_on_jax(tmp_path):
+    """The learning test of test_classify_e2e, on jax: a linear head on a random ResNet-50's frozen features."""
+    out = tmp_path / "learn"
+    result = run_cli("classify", "--backend", "jax", "--base", "resnet50", "--image-size", 32, "--limit", 200,
+                     "--epochs", 25, "--weights", "none", "--output-dir", out, env=JAX)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((out / "result.json").read_text())
+    assert record["env"]["backend"] == "jax" and record["dataset"]["test_images"] == 140
+    accuracy = record["accuracy"]["test_accuracy"]
+    assert accuracy >= 0.85, f"test accuracy {accuracy:.3f} after 25 epochs on jax (bound 0.85; chance 0.5)"
+
+
+def test_a_tiny_sweep_on_jax_over_two_logical_devices_prints_the_study_tables(tmp_path):
+    out = tmp_path / "sweep"
+    result = run_cli("synthetic", "--backend", "jax", "--models", "lenet", "--batch-sizes", 4, "--devices", "1,2",
+                     "--steps", 2, "--warmup-steps", 1, "--output-dir", out, env=_without_tensorflow(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((out / "result.json").read_text())
+    assert record["config"]["settings"]["backend"] == "jax" and record["env"]["backend"] == "jax"
+    assert [(r["devices"], r["status"], r["backend"]) for r in record["rows"]] == [(1, "ok", "jax"), (2, "ok", "jax")]
+    for row in record["rows"]:
+        assert row["images_per_second"] > 0 and row["gflops_per_image"] > 0 and 0 < row["utilisation"] <= 1
+    assert record["rows"][1]["scaling_efficiency"] > 0
+    assert "| devices | LeNet (batch 4) |" in result.stdout and "Keras backend               : jax" in result.stdout
+    assert result.stdout.count("| batch size | lenet ") == 2
+
+
+def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(tmp_path):
+    out = tmp_path / "gpu-run"
+    env = {**_without_tensorflow(tmp_path), "GPU_RUN_TINY": "1", "PYTHON": sys.executable}
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
+                            text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "gpu_run: backend jax" in result.stderr
+    for name in ("classify-vgg19", "synthetic-fp32", "synthetic-mixed_bfloat16"):  # GPU_RUN_TINY: one base
+        record = json.loads((out / name / "result.json").read_text())
+        assert record["complete"] and record["env"]["backend"] == "jax", name
+    precisions = json.loads((out / "synthetic-mixed_bfloat16" / "result.json").read_text())["rows"]
+    assert {r["precision"] for r in precisions} == {"mixed_bfloat16"} and all(r["status"] == "ok" for r in precisions)
+    report = (out / "report" / "report.md").read_text()
+    assert report in result.stdout
+    assert "L40S" in report and "LeaderGPU" in report and "| xception " in report and "vgg19" in report
+
+
+@pytest.mark.parametrize("args, env, fragment", [
+    (("detect", "--backend", "jax"), {}, "detect runs on the tensorflow backend only"),
+    (("detect",), {"KERAS_BACKEND": "jax"}, "from KERAS_BACKEND"),
+    (("classify",), {"KERAS_BACKEND": "theano"}, "KERAS_BACKEND 'theano' is not a Keras backend"),
+    (("classify", "--backend", "jax", "--devices", "2"), {}, "runs on the tensorflow backend (tf.distribute)"),
+    (("classify", "--backend", "jax", "--runtimes", "onnxruntime"), {}, "use --backend tensorflow for them"),
+    (("synthetic", "--backend", "torch", "--models", "lenet", "--devices", "1,2"), {}, "runs the sweep on one device"),
+    (("synthetic", "--backend", "jax", "--models", "lenet", "--precision", "mixed_float16"), {},
+     "use mixed_bfloat16 on jax"),
+])
+def test_a_backend_a_command_cannot_use_is_one_line_and_exit_2(tmp_path, args, env, fragment):
+    result = run_cli(*args, "--output-dir", tmp_path / "out", env={**os.environ, **env}, timeout=120)
+    assert_one_line_exit_2(result, fragment)
+    assert not (tmp_path / "out" / "result.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None and not os.environ.get("L40SBENCH_TEST_TORCH"),
+                    reason="torch is not in CI's install (l40sbench[torch]; L40SBENCH_TEST_TORCH=1 runs this)")
+def test_classify_and_a_sweep_on_torch(tmp_path):
+    """By hand: `.venv/bin/pip install torch==2.13.0`, then L40SBENCH_TEST_TORCH=1 ./run.sh test -k torch."""
+    torch_env = {**os.environ, "KERAS_BACKEND": "torch"}
+    out = tmp_path / "classify"
+    result = run_cli(*TINY_RUNS["vgg19"], "--output-dir", out, env=torch_env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((out / "result.json").read_text())
+    assert record["env"]["backend"] == "torch" and record["devices"]["trained_weight_max_change"] > 0
+    assert record["devices"]["compile"] == {"training": "eager", "inference": "eager, torch.no_grad"}
+    sweep = run_cli("synthetic", "--models", "lenet", "--batch-sizes", 4, "--steps", 2, "--warmup-steps", 1,
+                    "--output-dir", tmp_path / "sweep", env=torch_env)
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    rows = json.loads((tmp_path / "sweep" / "result.json").read_text())["rows"]
+    assert [(r["status"], r["backend"]) for r in rows] == [("ok", "torch")] and rows[0]["images_per_second"] > 0
