@@ -50,8 +50,8 @@ export L40SBENCH_PEAK_FILE="$out/peak.json"  # one peak for every run of this sc
 log "backend $backend; results in $out"
 
 if [ "${GPU_RUN_TINY:-}" = "1" ]; then
-  bases=("vgg19 32")
-  classify_flags=(--epochs 2 --batch-size 4 --limit 8)
+  bases=("vgg19 32")  # tests/conftest.py's tiny vgg19 run, which the tests set this one beside
+  classify_flags=(--epochs 3 --batch-size 4 --limit 8)
   sweep_flags=(--models lenet --batch-sizes 4 --warmup-steps 1 --steps 2)
 else
   bases=("xception 299" "inceptionv3 299" "vgg19 224")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -59,32 +60,34 @@ def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tenso
 
 
 @pytest.fixture(scope="module")
-def jax_run(tmp_path_factory):
-    """The tiny vgg19 run of TINY_RUNS on jax, in a process where TensorFlow cannot be imported at all."""
-    out = tmp_path_factory.mktemp("jax") / "vgg19"
-    env = _without_tensorflow(out.parent)
-    result = _python(f"""
-        import sys, time
-        from l40sbench import cli
-        started = time.perf_counter()
-        code = cli.main({[*TINY_RUNS['vgg19'], '--backend', 'jax', '--output-dir', str(out)]!r})
-        print("WALL", time.perf_counter() - started)
-        assert "tensorflow" not in sys.modules or sys.modules["tensorflow"] is None
-        sys.exit(code)
-    """, env)
+def gpu_run(tmp_path_factory):
+    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: tests/conftest.py's tiny vgg19 classify, a lenet
+    sweep in fp32 and in mixed_bfloat16, the report), on jax, where TensorFlow cannot even be imported."""
+    out = tmp_path_factory.mktemp("gpu-run") / "out"
+    env = {**_without_tensorflow(out.parent), "GPU_RUN_TINY": "1", "PYTHON": sys.executable}
+    started = time.perf_counter()
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
+                            text=True, env=env, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    wall = float(next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("WALL")))
-    return json.loads((out / "result.json").read_text()), result, wall, out
+    return out, result, time.perf_counter() - started
+
+
+@pytest.fixture(scope="module")
+def jax_run(gpu_run):
+    """The jax twin of TINY_RUNS' vgg19: its record, its printed summary, a bound on its wall time, its folder."""
+    out, _, wall = gpu_run
+    folder = out / "classify-vgg19"
+    return json.loads((folder / "result.json").read_text()), (out / "classify-vgg19.log").read_text(), wall, folder
 
 
 def test_classify_on_jax_writes_the_record_tensorflow_writes(jax_run, tiny_runs):
-    record, result, wall, out = jax_run
+    record, printed, wall, out = jax_run
     reference = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
     # the same record shape, less what only TensorFlow has: its threads in the peak, the other runtimes' rows
     only_tensorflow = {key for key in _keys(reference)
                        if key == "env.peak.intra_op_threads" or key.startswith("inference.runtimes.")}
     assert _keys(reference) - only_tensorflow <= _keys(record)
-    assert record["dataset"] == {**reference["dataset"], "source": "stand-in"}
+    assert record["dataset"] == reference["dataset"] and record["config"]["epochs"] == reference["config"]["epochs"]
     assert record["inference"]["images_timed"] == reference["inference"]["images_timed"] == 7
     assert_timing_wiring(record, wall, epochs=3, test_images=8)
     assert_csv_matches_json(out)
@@ -97,7 +100,7 @@ def test_classify_on_jax_writes_the_record_tensorflow_writes(jax_run, tiny_runs)
     assert devices["compile"] == {"training": "jax.jit (XLA), as Keras on jax always compiles",
                                   "inference": "jax.jit (XLA)"}
     assert devices["trained_weight_max_change"] > 0  # the head trained
-    assert "Keras backend               : jax" in result.stdout
+    assert "Keras backend               : jax" in printed
     # XLA counts only the taps a window has inside the image, TensorFlow's profiler the whole 3x3 kernel: at
     # 32 px vgg19's last block is 2x2, where a SAME window keeps 4 of 9 taps (0.62 against 0.80 GFLOP here).
     counted, profiled = (r["utilisation"]["forward_gflops_per_image"] for r in (record, reference))
@@ -119,10 +122,15 @@ def test_xla_counts_vgg16_at_224_px_as_published():
     assert 0.95 * 2 * 15.47 <= gflops <= 2 * 15.47
 
 
-def test_each_backend_keeps_its_own_peak_beside_the_session_file(jax_run):
-    kept = Path(os.environ["L40SBENCH_PEAK_FILE"])
-    beside = kept.with_name(f"{kept.stem}.jax{kept.suffix}")
-    assert json.loads(beside.read_text())["backend"] == "jax"
+def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
+    """gpu_run.sh names OUT/peak.json for its runs: jax's peak is kept beside it, measured once for all."""
+    out, _, _ = gpu_run
+    kept = json.loads((out / "peak.jax.json").read_text())
+    assert kept["backend"] == "jax" and kept["source"] == "measured in this run"
+    assert not (out / "peak.json").exists()  # tensorflow's: nothing measured one
+    for name in ("classify-vgg19", "synthetic-fp32"):
+        peak = json.loads((out / name / "result.json").read_text())["env"]["peak"]
+        assert peak["measured_utc"] == kept["measured_utc"]
 
 
 def test_report_puts_the_backends_side_by_side(jax_run, tiny_runs, tmp_path):
@@ -169,12 +177,8 @@ def test_a_tiny_sweep_on_jax_over_two_logical_devices_prints_the_study_tables(tm
     assert result.stdout.count("| batch size | lenet ") == 2
 
 
-def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(tmp_path):
-    out = tmp_path / "gpu-run"
-    env = {**_without_tensorflow(tmp_path), "GPU_RUN_TINY": "1", "PYTHON": sys.executable}
-    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
-                            text=True, env=env, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
+    out, result, _ = gpu_run
     assert "gpu_run: backend jax" in result.stderr
     for name in ("classify-vgg19", "synthetic-fp32", "synthetic-mixed_bfloat16"):  # GPU_RUN_TINY: one base
         record = json.loads((out / name / "result.json").read_text())
