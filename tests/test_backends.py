@@ -150,6 +150,11 @@ def test_report_puts_the_backends_side_by_side(jax_run, tiny_runs, tmp_path):
     assert "backend tensorflow" in compared.stdout and "backend jax" in compared.stdout
 
 
+def test_infer_on_a_jax_run_says_which_backend_it_needs(jax_run):
+    _, _, _, out = jax_run
+    assert_one_line_exit_2(run_cli("infer", out, timeout=120), "was fine-tuned on jax")
+
+
 def test_training_learns_the_standin_on_jax(tmp_path):
     """The learning test of test_classify_e2e, on jax: a linear head on a random ResNet-50's frozen features."""
     out = tmp_path / "learn"
@@ -222,3 +227,20 @@ def test_classify_and_a_sweep_on_torch(tmp_path):
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     rows = json.loads((tmp_path / "sweep" / "result.json").read_text())["rows"]
     assert [(r["status"], r["backend"]) for r in rows] == [("ok", "torch")] and rows[0]["images_per_second"] > 0
+
+
+def test_a_memory_cap_on_a_gpu_is_refused_off_tensorflow():
+    """On a GPU the cap is TensorFlow's logical-device limit: jax would run without one, so it is refused."""
+    from l40sbench.errors import UserError
+    from l40sbench.synthetic.config import SweepConfig
+    from l40sbench.synthetic.job import StepSettings
+    from l40sbench.synthetic.sweep import check_against_machine
+
+    state = {"env": {"devices": [{"type": "GPU", "model": "NVIDIA H200", "name": "cuda:0"}], "cpu_count": 16}}
+    for backend, refused in (("jax", True), ("tensorflow", False)):
+        config = SweepConfig(models=("lenet",), settings=StepSettings(memory_limit_gb=8, backend=backend))
+        if refused:
+            with pytest.raises(UserError, match="TensorFlow's logical-device limit"):
+                check_against_machine(config, state)
+        else:
+            check_against_machine(config, state)

@@ -67,6 +67,10 @@ def model_path(run_dir: Path, record: dict) -> Path:
     Raises:
       UserError: the run folder holds none.
     """
+    backend = (record.get("config") or {}).get("backend", "tensorflow")
+    if backend != "tensorflow":
+        raise UserError(f"{run_dir} was fine-tuned on {backend}: infer times models trained on the tensorflow "
+                        "backend (the other runtimes take them through TensorFlow's exporters)")
     if record["task"] == "classify":
         from l40sbench.classify.runtimes import MODEL_FILE
 

@@ -226,6 +226,9 @@ def check_against_machine(config: SweepConfig, state: dict) -> None:
     --find-max-batch on the CPU."""
     available = _gpus(state)
     gpu = available > 0
+    if gpu and config.settings.memory_limit_gb and config.settings.backend != "tensorflow":
+        raise UserError(f"--memory-limit on a GPU is TensorFlow's logical-device limit; {config.settings.backend} "
+                        "has none here: run without it, or with --backend tensorflow")
     if gpu and max(config.devices) > available:
         raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
     if not gpu and config.worker_hosts and max(config.devices) > 1:
