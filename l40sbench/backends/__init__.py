@@ -21,7 +21,6 @@ DEFAULT = "tensorflow"
 VARIABLE = "KERAS_BACKEND"
 # What each backend's pip extra is called, for the message when it is not installed.
 EXTRA = {"tensorflow": "the base install", "jax": "l40sbench[jax]", "torch": "l40sbench[torch]"}
-MODULE = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
 
 def requested(flag: str | None) -> str:
@@ -48,21 +47,14 @@ def select(name: str) -> None:
     if keras is not None and keras.backend.backend() != name:
         raise UserError(f"keras is already loaded on {keras.backend.backend()} in this process; "
                         f"start a new one for {name}")
-    if importlib.util.find_spec(MODULE[name]) is None:
-        raise UserError(f"backend {name}: the {MODULE[name]} package is not installed (pip install {EXTRA[name]})")
+    if importlib.util.find_spec(name) is None:  # each backend's package is named as the backend
+        raise UserError(f"backend {name}: the {name} package is not installed (pip install {EXTRA[name]})")
     os.environ[VARIABLE] = name
 
 
 def load(name: str):
     """The module of what `name` does differently (l40sbench.backends.<name>)."""
     return importlib.import_module(f"l40sbench.backends.{name}")
-
-
-def active() -> str:
-    """The backend keras runs on in this process (keras imported now if it was not)."""
-    import keras
-
-    return keras.backend.backend()
 
 
 def set_random_seed(seed: int) -> None:

@@ -201,7 +201,6 @@ def run_classify(config: ClassifyConfig, *, log: Log, save: Save) -> RunResult:
     )
 
     log(f"loading {config.backend} and building {spec.name} at {image_size}x{image_size} ...")
-    ops.version()
     placement = placement or (place_for(config) if config.backend == "tensorflow" else one_device(ops))
     model, weights_label = _compiled_model(config, image_size, len(images.classes), log, placement)
     devices = {**placement.record(config.batch_size),
