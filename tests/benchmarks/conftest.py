@@ -68,6 +68,17 @@ class References:
     def median(self, name: str) -> float:
         return statistics.median(self.seconds[name][self.warmup_rounds:])
 
+    def ratio(self, benchmark, name: str) -> float:
+        """The median over the timed rounds of the product's time over reference `name`'s just before it.
+
+        A pair shares the host's state of the moment, so a slow spell on a shared machine moves both sides of
+        a ratio together, where a ratio of two medians taken over the whole run can catch it on one side.
+        """
+        product = benchmark.stats.stats.data
+        reference = self.seconds[name][self.warmup_rounds:]
+        assert len(product) == len(reference), (len(product), len(reference))
+        return statistics.median(p / r for p, r in zip(product, reference))
+
 
 def run_pedantic(benchmark, target: Callable, references: References, rounds: int, args=()):
     """benchmark.pedantic over `target` with the references interleaved; returns the median seconds
@@ -110,7 +121,7 @@ def gate_probe_over_bare_loop(benchmark, call: Callable, images, name: str, what
     if probe is not None:
         # The probe makes one call more than the bare loop (its warm-up): compare per timed image.
         timed = len(images) - 1
-        ratio = (probe * timed / len(images)) / references.median("bare_loop")
+        ratio = references.ratio(benchmark, "bare_loop") * timed / len(images)
         record_gate(benchmark, name, ratio, maximum=RATIO_BOUND, minimum=1 / RATIO_BOUND, what=what)
 
 

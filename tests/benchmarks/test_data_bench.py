@@ -39,7 +39,7 @@ def test_decode_against_opencv(benchmark, layout):
     references = References(warmup_rounds=1, opencv=lambda: opencv_decode(blobs))
     seconds = run_pedantic(benchmark, lambda: data.decode_layout(layout, SIZE), references, rounds=15)
     if seconds is not None:
-        record_gate(benchmark, "decode_over_opencv", seconds / references.median("opencv"), baseline=True,
+        record_gate(benchmark, "decode_over_opencv", references.ratio(benchmark, "opencv"), baseline=True,
                     what="the product's decode of 80 files at 64 px (reading, decode, RGB, resize) / "
                          "OpenCV's imdecode + resize of the same bytes")
 
@@ -58,7 +58,7 @@ def test_cache_load_against_decoding(benchmark, layout, tmp_path):
     references = References(warmup_rounds=1, opencv=lambda: opencv_decode(blobs))
     seconds = run_pedantic(benchmark, load, references, rounds=25)  # a few ms each: many rounds for a steady median
     if seconds is not None:
-        ratio = seconds / references.median("opencv")
+        ratio = references.ratio(benchmark, "opencv")
         record_gate(benchmark, "cache_load_over_decode", ratio, maximum=0.5, baseline=True,
                     what="loading 80 decoded 64 px images from the cache (content hash included) / "
                          "OpenCV's imdecode + resize of the same bytes")
