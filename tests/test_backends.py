@@ -156,15 +156,16 @@ def test_infer_on_a_jax_run_says_which_backend_it_needs(jax_run):
 
 
 def test_training_learns_the_standin_on_jax(tmp_path):
-    """The learning test of test_classify_e2e, on jax: a linear head on a random ResNet-50's frozen features."""
+    """The learning test of test_classify_e2e, on jax: a linear head on a random ResNet-50's frozen features;
+    0.943-0.993 after 12 epochs over seeds 0-4 (docs/PERFORMANCE.md, section 10)."""
     out = tmp_path / "learn"
     result = run_cli("classify", "--backend", "jax", "--base", "resnet50", "--image-size", 32, "--limit", 200,
-                     "--epochs", 25, "--weights", "none", "--output-dir", out, env=JAX)
+                     "--epochs", 12, "--weights", "none", "--output-dir", out, env=JAX)
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((out / "result.json").read_text())
     assert record["env"]["backend"] == "jax" and record["dataset"]["test_images"] == 140
     accuracy = record["accuracy"]["test_accuracy"]
-    assert accuracy >= 0.85, f"test accuracy {accuracy:.3f} after 25 epochs on jax (bound 0.85; chance 0.5)"
+    assert accuracy >= 0.85, f"test accuracy {accuracy:.3f} after 12 epochs on jax (bound 0.85; chance 0.5)"
 
 
 def test_a_tiny_sweep_on_jax_over_two_logical_devices_prints_the_study_tables(tmp_path):
