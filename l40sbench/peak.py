@@ -278,15 +278,18 @@ def _conv_rates(kernels, sync: Sync, device_kind: str) -> tuple[float, float]:
     return max(rates), statistics.median(rates)
 
 
-def measure(sync: Sync = no_sync, backend: str = "tensorflow") -> Peak:
+def measure(sync: Sync | None = None, backend: str = "tensorflow") -> Peak:
     """Measures every precision's matmul peak and the conv rate on the backend's default device.
 
     A few seconds on two CPU cores. On a GPU, float32 is measured with TF32
-    execution off and tf32 with it on (the backend's precision_mode).
+    execution off and tf32 with it on (the backend's precision_mode). `sync`: the
+    clock's wait for the device, the backend's own by default (jax dispatches
+    asynchronously even on the CPU: without its sync the timed loop never fills).
     """
     from l40sbench.backends import load
 
     kernels = load(backend)
+    sync = kernels.sync() if sync is None else sync
     kind, device = kernels.device()
     cpuinfo = _read("/proc/cpuinfo")
     flags = cpu_facts(cpuinfo).get("flags", set())
@@ -301,7 +304,7 @@ def measure(sync: Sync = no_sync, backend: str = "tensorflow") -> Peak:
     return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
 
 
-def measure_env(sync: Sync = no_sync, log: Callable[[str], None] = lambda _: None,
+def measure_env(sync: Sync | None = None, log: Callable[[str], None] = lambda _: None,
                 backend: str = "tensorflow") -> dict:
     """env.peak of a result record: the peaks, measured on `backend`, and what they ran with.
 
@@ -394,5 +397,9 @@ def rates(env: dict) -> tuple[float | None, float | None]:
     return old.get("matmul_gflops"), old.get("conv_gflops")
 
 
-if __name__ == "__main__":  # python -m l40sbench.peak: this machine's peaks as JSON
-    print(json.dumps(measure_env(), indent=2, sort_keys=True))
+if __name__ == "__main__":  # python -m l40sbench.peak: this machine's peaks as JSON, on $KERAS_BACKEND's kernels
+    from l40sbench.backends import requested, select
+
+    chosen = requested(None)
+    select(chosen)
+    print(json.dumps(measure_env(backend=chosen), indent=2, sort_keys=True))
