@@ -84,8 +84,9 @@ def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload
          "--find-max-batch needs --memory-limit"),
     ],
 )
-def test_bad_flags(args, fragment):
-    assert_one_line_exit_2(run_cli(*args), fragment)
+def test_bad_flags(args, fragment, tmp_path):
+    assert_one_line_exit_2(run_cli(*args, cwd=tmp_path), fragment)
+    assert not (tmp_path / "results").exists()  # a refused run leaves no empty results/<run-id>/ behind
 
 
 def test_find_max_batch_without_a_cap_is_refused_before_the_peak_is_measured(tmp_path):

@@ -6,6 +6,7 @@ and summary are in `runs`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import math
 import sys
@@ -182,6 +183,20 @@ def prepare_output_dir(path: Path) -> None:
             pass
     except OSError as exc:
         raise UserError(f"cannot write results to {path}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def output_dir_for(path: Path):
+    """prepare_output_dir for a run, and the folders it made removed again at the end where the run left
+    them empty: a run refused after the check (bad data, a backend missing) leaves no folder behind."""
+    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # deepest first
+    prepare_output_dir(path)
+    try:
+        yield path
+    finally:
+        for folder in made:
+            with contextlib.suppress(OSError):  # only an empty folder can be removed
+                folder.rmdir()
 
 
 def make_config(cls, **values):

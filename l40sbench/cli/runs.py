@@ -7,7 +7,7 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from l40sbench.cli.common import EXIT_INTERRUPTED, log, prepare_output_dir, run_id
+from l40sbench.cli.common import EXIT_INTERRUPTED, log, output_dir_for, run_id
 from l40sbench.errors import UserError
 
 
@@ -33,16 +33,16 @@ def run_device_counts(task: str, config, runner, counts: tuple[int, ...]) -> int
     if len(counts) == 1:
         return run_and_report(task, dataclasses.replace(config, devices=counts[0]), runner)
     output_dir = config.output_dir or Path("results") / run_id(task, config.base)
-    prepare_output_dir(output_dir)
     records: list[dict] = []
     code = 0
-    for count in counts:
-        log(f"--- {count} device(s) ---")
-        code = run_and_report(task, dataclasses.replace(config, devices=count, devices_available=max(counts),
-                                                        output_dir=output_dir / f"devices-{count}"),
-                              runner, collect=records)
-        if code:
-            break
+    with output_dir_for(output_dir):
+        for count in counts:
+            log(f"--- {count} device(s) ---")
+            code = run_and_report(task, dataclasses.replace(config, devices=count, devices_available=max(counts),
+                                                            output_dir=output_dir / f"devices-{count}"),
+                                  runner, collect=records)
+            if code:
+                break
     for record, block in zip(records, scaling(records)):
         record["scaling"] = block
         write_result(output_dir / f"devices-{block['devices']}", record)
@@ -61,7 +61,6 @@ def run_and_report(task: str, config, runner, collect: list | None = None) -> in
     from l40sbench.report import tables
 
     output_dir = config.output_dir or Path("results") / run_id(task, config.base)
-    prepare_output_dir(output_dir)
     config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
     saved: dict = {}
 
@@ -70,7 +69,8 @@ def run_and_report(task: str, config, runner, collect: list | None = None) -> in
         saved["record"] = record
 
     try:
-        result = runner(config, log=log, save=save).to_dict()
+        with output_dir_for(output_dir):
+            result = runner(config, log=log, save=save).to_dict()
         if collect is not None:
             collect.append(result)
     except KeyboardInterrupt:

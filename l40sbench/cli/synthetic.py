@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from l40sbench.cli.common import (EXIT_INTERRUPTED, add_backend_flag, backend_flag, finite, int_list, log, make_config, name_list,
-                                   prepare_output_dir, run_id)
+                                   output_dir_for, run_id)
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
@@ -119,15 +120,14 @@ def _run_sweep(config, resume: bool) -> int:
     from l40sbench.report.tables import environment_block
     from l40sbench.synthetic import sweep, tables
 
-    if config.is_chief:
-        prepare_output_dir(config.output_dir)
     written: dict = {}
 
     def on_result(result) -> None:
         written["path"] = sweep.write_outputs(config.output_dir, result)
 
     try:
-        result = sweep.run_sweep(config, log=log, resume=resume, on_result=on_result).to_dict()
+        with output_dir_for(config.output_dir) if config.is_chief else contextlib.nullcontext():
+            result = sweep.run_sweep(config, log=log, resume=resume, on_result=on_result).to_dict()
     except KeyboardInterrupt:
         kept = len(sweep.load_rows(config.output_dir)) if config.is_chief else 0
         log(f"interrupted: {kept} finished configuration(s) kept in {config.output_dir / sweep.ROWS_FILE}; "
