@@ -18,22 +18,30 @@ def pytest_configure(config):
     Every run the tests start reads it from $L40SBENCH_PEAK_FILE instead of measuring (11 s a run on two
     cores; test_classify_e2e has a run that measures its own). Under pytest-xdist the controller measures
     it before the workers start, so no run's figures are divided by a peak taken while the other worker
-    was busy; the workers inherit the variable. Without xdist the session's first run measures it.
+    was busy; the workers inherit the variable. It measures jax's too, for the runs on jax (tensorflow's
+    kernels' peak is not jax's). Without xdist the session's first run measures each.
     """
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has set the file up
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if TINY_RUNS_VARIABLE not in os.environ:  # ./run.sh test names one folder for its two sessions
+        runs = tempfile.mkdtemp(prefix="l40sbench-test-runs-")
+        config.add_cleanup(lambda: shutil.rmtree(runs, ignore_errors=True))
+        os.environ[TINY_RUNS_VARIABLE] = runs
     folder = tempfile.mkdtemp(prefix="l40sbench-test-peak-")
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     os.environ["L40SBENCH_PEAK_FILE"] = str(Path(folder) / "peak.json")
     if config.getoption("numprocesses", None):
-        measured = subprocess.run([sys.executable, "-m", "l40sbench.peak"], cwd=REPO, capture_output=True, text=True,
-                                  timeout=600)
-        assert measured.returncode == 0, measured.stderr[-3000:]
+        import importlib.util
+
+        for backend in ("tensorflow", "jax")[:2 if importlib.util.find_spec("jax") else 1]:  # as peak.jax.json
+            measured = subprocess.run([sys.executable, "-m", "l40sbench.peak"], cwd=REPO, capture_output=True,
+                                      text=True, timeout=600, env={**os.environ, "KERAS_BACKEND": backend})
+            assert measured.returncode == 0, measured.stderr[-3000:]
 
 
 # The slowest modules first (about 160-290 s each in a serial run on two cores), so that under `--dist loadfile`
-# (./run.sh test) the two workers finish together; the others follow in their own order.
+# (./run.sh test) the workers finish together; the others follow in their own order.
 SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_devices.py",
                  "test_classify_e2e.py", "test_synthetic_e2e.py", "test_compare.py", "test_tfds.py")
 
@@ -49,11 +57,11 @@ def _private_cache(tmp_path_factory):
     os.environ["L40SBENCH_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
 
 
-def run_cli(*args, timeout=600, **kwargs):
+def run_cli(*args, timeout=600, cwd=REPO, **kwargs):
     """The CLI in a fresh interpreter, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "l40sbench", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO, **kwargs,
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, **kwargs,
     )
 
 
@@ -165,27 +173,50 @@ TINY_RUNS = {
 }
 
 
+# The folder the tiny runs are kept in, shared by the xdist workers and by ./run.sh test's serial session.
+TINY_RUNS_VARIABLE = "L40SBENCH_TEST_RUNS"
+
+
 class _TinyRuns:
-    """Result folders of tiny runs, each made the first time a test asks for it."""
+    """Result folders of tiny runs, each made the first time any test process asks for it.
+
+    The processes share one folder ($L40SBENCH_TEST_RUNS): a run is made once for the whole suite, under a
+    lock that a second process asking for it meanwhile waits on.
+    """
 
     def __init__(self, root: Path):
         self.root = root
-        self.made: dict[str, Path] = {}
 
     def __getitem__(self, name: str) -> Path:
-        if name not in self.made:
-            from l40sbench import cli
+        import fcntl
 
-            assert cli.main([*TINY_RUNS[name], "--output-dir", str(self.root / name)]) == 0, name
-            self.made[name] = self.root / name
-        return self.made[name]
+        folder = self.root / name
+        with open(self.root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _complete(folder):
+                from l40sbench import cli
+
+                shutil.rmtree(folder, ignore_errors=True)  # what a run that failed left
+                assert cli.main([*TINY_RUNS[name], "--output-dir", str(folder)]) == 0, name
+        return folder
+
+
+def _complete(folder: Path) -> bool:
+    import json
+
+    try:
+        return json.loads((folder / "result.json").read_text())["complete"] is True
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 @pytest.fixture(scope="session")
-def tiny_runs(tmp_path_factory):
+def tiny_runs():
     """Real result folders from tiny runs: two classify bases and one detector (also timed on the reloaded
     SavedModel, so reports draw a runtime comparison). Tests copy a folder before changing it."""
-    return _TinyRuns(tmp_path_factory.mktemp("runs"))
+    root = Path(os.environ[TINY_RUNS_VARIABLE])
+    root.mkdir(parents=True, exist_ok=True)
+    return _TinyRuns(root)
 
 
 def local_hosts(count: int) -> str:
