@@ -3,8 +3,8 @@
 For each XLA_FLAGS setting, a fresh process (KERAS_BACKEND=jax) builds the model `classify` trains (random
 weights, base frozen) and times, each call waited for:
 - the latency probe's forward (backends.jax.forward: jax.jit over stateless_call, one uint8 image);
-- a batch-16 forward, the bulk of a frozen-base epoch;
-and a 2048 float32 matmul beside them, the calibration for the absolute times. Medians over --calls.
+- a batch-16 forward through the same jitted call, the bulk of a frozen-base epoch;
+and the peak's 2048 float32 matmul beside them, the calibration for the absolute times. Medians over --calls.
 
 Usage: .venv/bin/python benchmarks/xla_cpu_flags.py [--size 96] [--calls 20]
 """
@@ -27,7 +27,7 @@ SETTINGS = {
 CHILD = """
 import json, statistics, sys, time
 import numpy as np
-import jax, jax.numpy as jnp
+import jax.numpy as jnp
 from l40sbench.backends import jax as ops
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.run import _compiled_model
@@ -44,16 +44,12 @@ def median_s(call):
 image = np.random.default_rng(0).integers(0, 256, (size, size, 3), dtype=np.uint8)
 forward = ops.forward(model, size, False)
 batch = jnp.asarray(np.random.default_rng(1).random((16, size, size, 3), dtype=np.float32) * 255)
-trainable = [v.value for v in model.trainable_variables]
-non_trainable = [v.value for v in model.non_trainable_variables]
-bulk = jax.jit(lambda x: model.stateless_call(trainable, non_trainable, x, training=False)[0])
+trainable, non_trainable = ops._values(model)  # the probe's own jitted stateless call, at batch 16
+bulk = ops._stateless_forward(model)
 kept = {}
 def bulk_call():
-    kept["out"] = bulk(batch)
-a = jax.random.normal(jax.random.key(0), (2048, 2048))
-mm = jax.jit(jnp.matmul)
-def mm_call():
-    kept["mm"] = mm(a, a)
+    kept["out"] = bulk(trainable, non_trainable, batch)
+mm_call = ops.matmul("float32")(2048)  # the peak's kernel
 print(json.dumps({"probe_ms": 1e3 * median_s(lambda: forward(image)), "batch16_ms": 1e3 * median_s(bulk_call),
                   "matmul_gflops": 2 * 2048 ** 3 / median_s(mm_call) / 1e9}))
 """
