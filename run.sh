@@ -37,14 +37,19 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 stamp="$venv/.l40sbench-pyproject.sha256"
-want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)"
+# What the venv was installed from: the pins, and how (a changed recipe reinstalls, as a changed pin does).
+recipe="uv $uv_version, bytecode compiled"
+want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1) $recipe"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "run.sh: installing l40sbench and its pinned dependencies into $venv (first run, or pyproject.toml changed) ..." >&2
   extras="$here[test,runtimes,loadgen,jax]"
   # uv fetches and installs the same pins in parallel (about 16 s against pip's 133 s here, from the same
-  # registry); pip does it where uv cannot be had or fails.
+  # registry); pip does it where uv cannot be had or fails. Both compile every module to bytecode once, here
+  # (pip does by default, uv when asked): where PYTHONDONTWRITEBYTECODE is set, as on these machines, an
+  # uncompiled venv compiles TensorFlow's modules again in every process that imports it (docs/PERFORMANCE.md
+  # section 17).
   if ! { "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version" >&2 &&
-         "$venv/bin/python" -m uv pip install --quiet --python "$venv/bin/python" -e "$extras" >&2; }; then
+         "$venv/bin/python" -m uv pip install --quiet --compile-bytecode --python "$venv/bin/python" -e "$extras" >&2; }; then
     echo "run.sh: uv $uv_version could not install; installing with pip instead ..." >&2
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$extras" >&2
   fi
