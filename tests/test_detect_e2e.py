@@ -21,33 +21,37 @@ def detect(tmp_path, capsys, *args):
     wall_seconds = time.perf_counter() - started
     captured = capsys.readouterr()
     assert code == 0, captured.err
+    return checked(out, wall_seconds), captured
+
+
+def checked(out, wall_seconds):
+    """The run's record, once its CSV, its clocks and its serving latency check out."""
     result = json.loads((out / "result.json").read_text())
     assert_csv_matches_json(out)
     assert_timing_wiring(result, wall_seconds, epochs=result["config"]["epochs"],
                          test_images=result["dataset"]["test_images"])
     # The latency reported is the whole serving call's, the last of the three probes.
     assert result["inference"]["stages_mean_ms"]["total"] == result["inference"]["mean_ms"]
-    return result, captured
+    return result
 
 
 @pytest.mark.parametrize("base", ["ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"])
-def test_each_detector_end_to_end(tmp_path, capsys, base):
-    from l40sbench.tf_device import has_gpu
-
-    # Without --epochs and without a GPU the run trains 1 epoch and projects the article's 200.
-    epochs = ["--epochs", 1] if base != "ssd_resnet50_fpn" or has_gpu() else []
+def test_each_detector_end_to_end(tmp_path, capsys, tiny_runs, base):
     # The custom backbone is the one most likely to break a SavedModel, so that run exports.
     export = ["--export", tmp_path / "saved_model", "--score-threshold", 0] if base == "faster_rcnn_inception_v2" else []
     # bfloat16 is the mixed precision a CPU runs at a usable speed (float16 is emulated: minutes, checked by hand).
     precision = "mixed_bfloat16" if base == "faster_rcnn_resnet50" else "fp32"
-    result, captured = detect(
-        tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2, "--precision", precision,
-        *epochs, *export,
-    )
+    if base == "ssd_resnet50_fpn":  # the suite's tiny detector run (tests/conftest.py), these flags: made once
+        out, captured = tiny_runs[base], tiny_runs.output(base)
+        result, epochs = checked(out, captured.wall_seconds), tiny_runs.epochs_flag(base)
+    else:
+        out, epochs = tmp_path / "out", ["--epochs", 1]
+        result, captured = detect(tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2,
+                                  "--precision", precision, *epochs, *export)
     dtypes = ("bfloat16", "float32") if precision == "mixed_bfloat16" else ("float32", "float32")
     assert (result["model"]["compute_dtype"], result["model"]["variable_dtype"]) == dtypes
     assert result["model"]["loss_scaling"] is False
-    if not epochs:
+    if not epochs:  # without --epochs and without a GPU the run trains 1 epoch and projects the article's 200
         assert "no GPU visible: training 1 epoch instead of the article's 200" in captured.err
         assert result["config"]["epochs"] == 1 and result["notes"]["epochs_defaulted_for_cpu"] is True
         projected = result["notes"]["projected_article_protocol_seconds"]
@@ -63,7 +67,7 @@ def test_each_detector_end_to_end(tmp_path, capsys, base):
     assert inference["images_timed"] == result["dataset"]["test_images"] - 1 == 3
     assert set(inference["stages_mean_ms"]) == {"preprocess", "model_with_postprocess", "total"}
     # The mAP reported is what the ground truth and detections written beside it score.
-    scored = [json.loads((tmp_path / "out" / f"coco_{name}.json").read_text()) for name in ("ground_truth", "detections")]
+    scored = [json.loads((out / f"coco_{name}.json").read_text()) for name in ("ground_truth", "detections")]
     assert result["accuracy"] == evaluate(*scored)
     assert set(result["accuracy"]["per_class_ap_50"]) == {"apple", "banana", "orange"}
     assert "COCO mAP" in captured.out and "mean ms/image" in captured.out
@@ -71,7 +75,7 @@ def test_each_detector_end_to_end(tmp_path, capsys, base):
     if export:
         assert result["notes"]["export_dir"] == str((tmp_path / "saved_model").resolve())
         assert "SavedModel:" in captured.out
-        assert_export_reproduces_the_run(tmp_path / "saved_model", tmp_path / "out")
+        assert_export_reproduces_the_run(tmp_path / "saved_model", out)
 
 
 def assert_export_reproduces_the_run(export, out_dir):

@@ -48,7 +48,7 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
     assert inference[6] == f"{100 * utilisation['inference']:.1f} % of float32"
     assert _row(text, "xception", "## Classification")[10:12] == ["10", "1m21.964s"]  # the study's xception
     detect = _row(text, "ssd_resnet50_fpn", "## Object detection")
-    assert detect[2] == "2" and detect[10:12] == ["200", "25m59.613s"]
+    assert detect[2] == "1" and detect[10:12] == ["200", "25m59.613s"]
     assert "### Accuracy on the test split" in text and "mAP@[.5:.95]" in text
     assert "### Inference by runtime: ssd_resnet50_fpn" in text and "| savedmodel " in text
     assert "### Inference by runtime: vgg19" not in text  # tf alone: nothing to compare
