@@ -1,5 +1,3 @@
-import sys
+from l40sbench.cli import run
 
-from l40sbench.cli import main
-
-sys.exit(main())
+run()

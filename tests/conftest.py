@@ -155,7 +155,7 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
                 break
         process.send_signal(signal.SIGINT)
         rest = process.stderr.read()
-        assert process.wait(timeout=120) == 130
+        assert process.wait(timeout=120) == 130, rest[-3000:]
     finally:
         process.kill()
     assert "Traceback" not in rest and "kept in" in rest

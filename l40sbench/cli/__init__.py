@@ -47,3 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log("interrupted")
         return EXIT_INTERRUPTED
+
+
+def run() -> None:
+    """The console script and `python -m l40sbench`: main(), then the process's exit.
+
+    After an interrupt everything measured is on disk, but TensorFlow's own threads (an input pipeline's,
+    a training loop's) may still be running: tearing the interpreter down under them can abort the process
+    (SIGABRT instead of exit 130, seen once under load in the detection Ctrl-C test). So an interrupted
+    run leaves at once, its output flushed.
+    """
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
