@@ -64,6 +64,9 @@ if [ "${1:-}" = "test" ]; then
     exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks "$@"
   fi
   if [ $# -eq 0 ]; then
+    # Lint and the layers contract first (seconds): pyproject.toml's [tool.ruff] and [tool.importlinter].
+    "$venv/bin/ruff" check --quiet .
+    "$venv/bin/lint-imports" --no-cache | sed -n '/^Contracts:/,$p'
     # The suite on four workers (pytest-xdist; a module's tests stay on one, slowest modules first), then the
     # tests marked serial alone: a LoadGen verdict taken while other workers run says nothing. Four on two cores:
     # much of a tiny run is single-threaded Python (tracing, Model Garden's builders, imports), which overlaps

@@ -24,13 +24,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from l40sbench import paths, peak  # noqa: E402
-from l40sbench.data import folders as data_mod  # noqa: E402
+from l40sbench.backends import facts  # noqa: E402
 from l40sbench.classify.bases import BASES  # noqa: E402
 from l40sbench.classify.model import build_base, build_classifier  # noqa: E402
-from l40sbench.classify.run import _epoch_callback, make_forward, standin_path  # noqa: E402
-from l40sbench.classify.standin import ensure_standin  # noqa: E402
+from l40sbench.classify.standin import ensure_standin, standin_path  # noqa: E402
+from l40sbench.classify.task import epoch_callback, make_forward  # noqa: E402
 from l40sbench.core.env import fingerprint  # noqa: E402
 from l40sbench.core.timing import EpochClock, probe_latency  # noqa: E402
+from l40sbench.data import folders as data_mod  # noqa: E402
 
 
 def main() -> None:
@@ -61,7 +62,7 @@ def main() -> None:
     def epoch(feed) -> float:
         clock = EpochClock()
         seconds = []
-        callback = _epoch_callback(clock, lambda _e, s, _l: seconds.append(s))
+        callback = epoch_callback(clock.start, lambda _e, _l: seconds.append(clock.stop()))
         if feed == "cache":
             model.fit(x, y, batch_size=16, epochs=1, shuffle=True, verbose=0, callbacks=[callback])
         else:
@@ -90,7 +91,7 @@ def main() -> None:
 
     cache_s, memory_s = np.mean(fed["cache"]), np.mean(fed["memory"])
     probe, bare, predict = np.mean(probe_ms), np.mean(bare_ms), np.mean(predict_ms)
-    env = fingerprint()
+    env = fingerprint(facts())
     summary = {
         "base": args.base, "image_size": args.image_size, "train_images": len(x), "test_images": len(x_test),
         "rounds": args.rounds, "calibration": machine.to_dict(), "cpu": env["cpu"], "cpu_count": env["cpu_count"], "tensorflow": env["tensorflow"],

@@ -1,7 +1,7 @@
 """Saving the detection SavedModel: Model Garden's export module whole against the serving signature and
-its weights alone (l40sbench.detect.run.save_serving): docs/PERFORMANCE.md, section 16.
+its weights alone (l40sbench.detect.garden.save_serving): docs/PERFORMANCE.md, section 16.
 
-Each base runs the product's own run_detect (128 px, 2 images, 1 epoch) in a process of its own; where
+Each base runs the product's own detect task (128 px, 2 images, 1 epoch) in a process of its own; where
 the run saves, this script saves both ways in turn, times each, loads both and runs their signatures on
 the same image: the largest difference of every output. The peak beside the times is the one the run
 itself measured (env.peak).
@@ -27,9 +27,10 @@ def child(base: str, out: Path) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from l40sbench.detect import run as run_mod
+    from l40sbench.detect import garden
     from l40sbench.detect.config import DetectConfig
-    from l40sbench.detect.run import SIGNATURE
+    from l40sbench.detect.garden import SIGNATURE
+    from l40sbench.harness.run import run_task
 
     figures: dict = {"base": base}
     records: list = []
@@ -49,7 +50,7 @@ def child(base: str, out: Path) -> dict:
         figures["mb"] = {d.name: sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 1e6
                          for d in (module_dir, lean_dir)}
 
-    real_save, real_serving = run_mod.save_serving, run_mod._serving
+    real_save, real_serving = garden.save_serving, garden.serving
     module_of: list = []
 
     def serving(*args):
@@ -57,10 +58,10 @@ def child(base: str, out: Path) -> dict:
         module_of[:] = [made[0]]
         return made
 
-    run_mod.save_serving, run_mod._serving = both_ways, serving
+    garden.save_serving, garden.serving = both_ways, serving
     config = DetectConfig(base=base, image_size=128, limit=2, batch_size=2, epochs=1, output_dir=out,
                           runtimes=("savedmodel",))
-    run_mod.run_detect(config, log=lambda line: None, save=records.append)
+    run_task("detect", config, log=lambda line: None, save=records.append)
     peak = records[-1]["env"]["peak"]["matmul"]
     figures["peak_gflops"] = {p: peak[p]["gflops"] for p in peak}
     return figures

@@ -31,11 +31,11 @@ import numpy as np
 from l40sbench import paths
 from l40sbench.data import folders as data_mod
 from l40sbench.classify.config import ClassifyConfig
-from l40sbench.classify.run import _compiled_model, resolve_data
+from l40sbench.classify.task import compiled_model, resolve_data
 config = ClassifyConfig(**json.loads(sys.argv[1]))
 layout, _ = resolve_data(config, lambda _: None)
 images = data_mod.load_images(layout.limited(config.limit), config.image_size, cache_dir=paths.cache_dir())
-model, _ = _compiled_model(config, config.image_size, 2, lambda _: None)
+model, _ = compiled_model(config, config.image_size, 2, lambda _: None)
 def accuracy():
     predicted = np.argmax(model.predict(images.x["test"], verbose=0, batch_size=64), axis=1)
     return float(np.mean(predicted == images.y["test"]))

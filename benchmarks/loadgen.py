@@ -83,7 +83,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from l40sbench import peak
-    from l40sbench.report.inputs import read_result_file
+    from l40sbench.core.records import read_result_file
 
     run = args.out / f"{args.base}-{args.size}"
     if not (run / "result.json").is_file():

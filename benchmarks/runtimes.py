@@ -68,17 +68,17 @@ def main() -> int:
     args = parser.parse_args()
 
     from l40sbench import peak
+    from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import _compiled_model, make_forward
+    from l40sbench.classify.task import compiled_model, make_forward
     from l40sbench.core.stats import summarize
     from l40sbench.core.timing import probe_latency
-    from l40sbench.flops import forward_gflops
     from l40sbench.runtimes.export import export_keras
     from l40sbench.runtimes.forward import load
     from l40sbench.runtimes.measure import threads
 
     folder = Path(tempfile.mkdtemp(prefix="runtimes-"))
-    model, _ = _compiled_model(ClassifyConfig(base=args.base, image_size=args.size, weights="none", seed=0),
+    model, _ = compiled_model(ClassifyConfig(base=args.base, image_size=args.size, weights="none", seed=0),
                                args.size, 2, print)
     gflops = forward_gflops(model, args.size, "uint8")
     artifacts = {name: export_keras(model, name, "fp32", folder / name) for name in RUNTIMES}

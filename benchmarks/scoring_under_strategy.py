@@ -27,16 +27,16 @@ def one(mode: str) -> None:
     import keras
     import tensorflow as tf
 
+    from l40sbench.backends.tf_device import place
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import _compiled_model
-    from l40sbench.tf_device import place
+    from l40sbench.classify.task import compiled_model
 
     placement = place(2, 2)
     config = ClassifyConfig(base="vgg19", image_size=96, weights="none", seed=0)
     rng = np.random.default_rng(0)
     x = rng.integers(0, 255, (64, 96, 96, 3), dtype=np.uint8)
     y = rng.integers(0, 2, 64)
-    model, _ = _compiled_model(config, 96, 2, lambda message: None, placement)
+    model, _ = compiled_model(config, 96, 2, lambda message: None, placement)
     forward = tf.function(lambda images: model(images, training=False))
     epochs: list[float] = []
 

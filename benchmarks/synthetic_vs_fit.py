@@ -27,12 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from l40sbench.peak import summary as peak_summary
 from l40sbench.core import child
+from l40sbench.peak import summary as peak_summary
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import StepSettings
 from l40sbench.synthetic.sweep import calibrate, run_job, with_utilisation
@@ -56,8 +55,8 @@ class StepClock(keras.callbacks.Callback):
         seconds.append(time.perf_counter() - self.started)
 model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[StepClock()])
 timed = seconds[warmup:]
-print(%r + json.dumps({"images_per_second": batch * len(timed) / sum(timed)}))
-""" % ROW_MARKER
+print(MARKER + json.dumps({"images_per_second": batch * len(timed) / sum(timed)}))
+""".replace("MARKER", repr(ROW_MARKER))
 
 
 def fit_images_per_second(model: str, batch: int, warmup: int, steps: int) -> float:

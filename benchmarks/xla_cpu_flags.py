@@ -30,9 +30,9 @@ import numpy as np
 import jax.numpy as jnp
 from l40sbench.backends import jax as ops
 from l40sbench.classify.config import ClassifyConfig
-from l40sbench.classify.run import _compiled_model
+from l40sbench.classify.task import compiled_model
 size, calls = int(sys.argv[1]), int(sys.argv[2])
-model, _ = _compiled_model(ClassifyConfig(base="vgg19", image_size=size, weights="none", backend="jax"), size, 2,
+model, _ = compiled_model(ClassifyConfig(base="vgg19", image_size=size, weights="none", backend="jax"), size, 2,
                            lambda _: None)
 wait = ops.sync()
 def median_s(call):

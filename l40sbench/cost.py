@@ -66,7 +66,7 @@ class Offer:
         if not (isinstance(self.devices, int) and self.devices >= 1):
             raise ValueError(f"devices must be a whole number >= 1. Received: devices={self.devices!r}")
 
-    def prices(self, figure: "Figure", machine: str) -> bool:
+    def prices(self, figure: Figure, machine: str) -> bool:
         """Whether this catalog offer applies to a figure measured on `machine`: the same device count,
         and the offer's machine when it names one."""
         return figure.devices == self.devices and self.machine.lower() in machine.lower()

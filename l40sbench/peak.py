@@ -29,9 +29,9 @@ import platform
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from l40sbench.core.timing import Clock, Sync, no_sync, time_batches
 

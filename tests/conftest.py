@@ -116,6 +116,7 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
 
 def assert_utilisation_wiring(result):
     """Utilisation is GFLOP per image x images/s over the peak of the run's precision."""
+    from l40sbench.core.results import rate_epoch_seconds
     from l40sbench.peak import peak_for
 
     u, train = result["utilisation"], result["train"]
@@ -125,7 +126,7 @@ def assert_utilisation_wiring(result):
     assert u["inference_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * inference_rate)
     assert u["inference"] == pytest.approx(u["inference_achieved_gflops"] / u["peak_gflops"])
     per_forward = 1 if u["train_flops_per_image"].startswith("1 x") else 3
-    epoch = train["steady_epoch_seconds"] or train["first_epoch_seconds"]
+    epoch = rate_epoch_seconds(train)
     images = (train["batch_size"] * result["model"]["steps_per_epoch"] if result["task"] == "detect"
               else result["dataset"]["train_images"])
     assert u["train_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * per_forward * images / epoch)
@@ -228,7 +229,7 @@ class _TinyRuns:
         """A run without --epochs trains the article's count where a GPU is visible: 1 epoch there instead."""
         if "--epochs" in TINY_RUNS[name]:
             return []
-        from l40sbench.tf_device import has_gpu
+        from l40sbench.backends.tf_device import has_gpu
 
         return ["--epochs", "1"] if has_gpu() else []
 

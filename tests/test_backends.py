@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (REPO, TINY_RUNS, assert_csv_matches_json, assert_one_line_exit_2, assert_timing_wiring,
-                            run_cli)
+from tests.conftest import (
+    REPO,
+    TINY_RUNS,
+    assert_csv_matches_json,
+    assert_one_line_exit_2,
+    assert_timing_wiring,
+    run_cli,
+)
 
 JAX = {**os.environ, "KERAS_BACKEND": "jax"}
 # A package named tensorflow that cannot be imported: a process that needs TensorFlow fails at once.
@@ -48,7 +54,7 @@ def _keys(value, prefix=""):
 def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tensorflow_out():
     result = _python("""
         import sys
-        import l40sbench.cli, l40sbench.classify.run, l40sbench.synthetic.sweep, l40sbench.synthetic.worker
+        import l40sbench.cli, l40sbench.classify.task, l40sbench.synthetic.sweep, l40sbench.synthetic.worker
         import l40sbench.core.records, l40sbench.report.document, l40sbench.backends.jax
         import keras
         assert keras.backend.backend() == "jax", keras.backend.backend()

@@ -195,20 +195,21 @@ def test_ctrl_c_keeps_finished_epochs(tmp_path):
 
 
 def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
-    from l40sbench.classify import run as run_mod
     from l40sbench.classify.config import ClassifyConfig
     from l40sbench.core.records import write_result
+    from l40sbench.harness import epochs as epochs_mod
+    from l40sbench.harness.run import run_task
 
     def crash_on_second_epoch(epoch_seconds, remaining):
         if len(epoch_seconds) == 2:
             raise RuntimeError("simulated crash in epoch 2")
         return 0.0
 
-    monkeypatch.setattr(run_mod, "eta_seconds", crash_on_second_epoch)
+    monkeypatch.setattr(epochs_mod, "eta_seconds", crash_on_second_epoch)
     config = ClassifyConfig(base="vgg19", image_size=32, limit=4, epochs=5, weights="none", batch_size=2)
     out = tmp_path / "crashed"
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_mod.run_classify(config, log=lambda _: None, save=lambda record: write_result(out, record))
+        run_task("classify", config, log=lambda _: None, save=lambda record: write_result(out, record))
     result = json.loads((out / "result.json").read_text())
     assert result["complete"] is False
     assert len(result["train"]["epoch_seconds"]) == 2 and result["inference"] is None

@@ -8,9 +8,16 @@ import pytest
 from l40sbench.core.records import to_csv, to_json, write_atomic, write_result
 from l40sbench.core.registry import Registry
 from l40sbench.core.stats import summarize
-from l40sbench.core.timing import EpochClock, epoch_times, eta_seconds, measure_throughput, probe_interleaved, probe_latency
+from l40sbench.core.text import format_duration
+from l40sbench.core.timing import (
+    EpochClock,
+    epoch_times,
+    eta_seconds,
+    measure_throughput,
+    probe_interleaved,
+    probe_latency,
+)
 from l40sbench.errors import UserError
-from l40sbench.report.tables import format_duration
 
 
 class FakeClock:

@@ -1,15 +1,14 @@
 """Folder-per-class loader: messy files, exact counts, layout errors, cache."""
 
 import io
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-from l40sbench.data import folders as data
 from l40sbench.classify.standin import COUNTS, _write_split
+from l40sbench.data import folders as data
 from l40sbench.errors import UserError
 
 
@@ -158,16 +157,3 @@ def test_standin_generation_is_deterministic_and_learnable_shape(tmp_path):
     shapes = {data.decode_rgb((tmp_path / "a" / rel).read_bytes()).shape[:2] for rel in files_a}
     assert len(shapes) > 1  # varied sizes and aspect ratios
     assert COUNTS == {"train": {"cats": 279, "dogs": 278}, "test": {"cats": 70, "dogs": 70}}
-
-
-def test_the_data_sources_import_no_pipeline():
-    """data/ sits below classify/ and detect/: both read it, it reads neither (nor the CLI)."""
-    import ast
-
-    package = Path(data.__file__).parent
-    for module in package.glob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text())):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
-                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
-            for name in names:
-                assert not name.startswith(("l40sbench.classify", "l40sbench.detect", "l40sbench.cli")), (module, name)

@@ -83,10 +83,10 @@ def assert_export_reproduces_the_run(export, out_dir):
     import numpy as np
     import tensorflow as tf
 
-    from l40sbench.detect.evaluate import to_coco_detections
-    from l40sbench.detect.run import standin_path
-    from l40sbench.data.voc import split_dir
     from l40sbench.data.images import decode_rgb
+    from l40sbench.data.voc import split_dir
+    from l40sbench.detect.evaluate import to_coco_detections
+    from l40sbench.detect.standin import standin_path
 
     serve = tf.saved_model.load(str(export)).signatures["serving_default"]
     ground_truth = json.loads((out_dir / "coco_ground_truth.json").read_text())
@@ -138,21 +138,22 @@ def test_ctrl_c_keeps_finished_epochs(tmp_path):
 
 def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):
     from l40sbench.core.records import write_result
-    from l40sbench.detect import run as run_mod
     from l40sbench.detect.config import DetectConfig
+    from l40sbench.harness import epochs as epochs_mod
+    from l40sbench.harness.run import run_task
 
-    real_eta = run_mod.eta_seconds
+    real_eta = epochs_mod.eta_seconds
 
     def crash_after_second_epoch(seconds, remaining):
         if remaining == 3:  # the ETA after epoch 2 of 5 (steps ask with remaining steps: 0 here)
             raise RuntimeError("simulated crash in epoch 2")
         return real_eta(seconds, remaining)
 
-    monkeypatch.setattr(run_mod, "eta_seconds", crash_after_second_epoch)
+    monkeypatch.setattr(epochs_mod, "eta_seconds", crash_after_second_epoch)
     config = DetectConfig(base="ssd_resnet50_fpn", image_size=128, limit=2, batch_size=2, epochs=5)
     out = tmp_path / "crashed"
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_mod.run_detect(config, log=lambda _: None, save=lambda record: write_result(out, record))
+        run_task("detect", config, log=lambda _: None, save=lambda record: write_result(out, record))
     result = json.loads((out / "result.json").read_text())
     assert result["complete"] is False and result["inference"] is None
     assert len(result["train"]["epoch_seconds"]) == 2 and len(result["train"]["loss_per_epoch"]) == 2

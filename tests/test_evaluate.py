@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from l40sbench.detect.evaluate import coco_ground_truth, evaluate, to_coco_detections
 from l40sbench.data.voc import VocImage, VocObject
+from l40sbench.detect.evaluate import coco_ground_truth, evaluate, to_coco_detections
 
 CLASSES = ("apple", "banana", "orange")
 GT = [

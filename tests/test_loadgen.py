@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from l40sbench import cli
-from l40sbench.report.inputs import read_result_file as read_result
+from l40sbench.core.records import read_result_file as read_result
 from l40sbench.loadgen.child import RESULT_FILE, run_job
 from l40sbench.loadgen.config import Job
 from l40sbench.loadgen.search import confirm
@@ -21,7 +21,6 @@ from l40sbench.loadgen.summary import SUMMARY, read_summary
 from l40sbench.loadgen.sut import BatchingSUT
 from l40sbench.report.compare import compare
 from tests.conftest import REPO, assert_one_line_exit_2, run_cli
-
 
 # LoadGen's verdicts and rates are timings: ./run.sh test runs these tests alone, after the parallel part.
 SERIAL = pytest.mark.serial

@@ -180,7 +180,7 @@ def test_a_peak_file_is_measured_once_then_read_where_its_context_matches(tmp_pa
     # Another thread count, host or device split is another context: measured, and the file kept as it was.
     for change in ({"intra_op_threads": 1}, {"host": "other"}, {"logical_devices": 2}):
         other = {**here, **change}
-        fresh = peak.kept_or_measured(path, other, lambda: measure_now(other))
+        fresh = peak.kept_or_measured(path, other, lambda other=other: measure_now(other))
         assert fresh["source"] == peak.SOURCE_MEASURED and fresh.items() >= change.items()
     assert len(measured) == 4 and peak.kept_or_measured(path, here, measure_now)["matmul"] == first["matmul"]
     # A file that does not parse is measured around and left alone; no variable, no file.

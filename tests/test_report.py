@@ -5,8 +5,8 @@ import json
 import pytest
 from PIL import Image
 
+from l40sbench.core.text import format_duration
 from l40sbench.report import inputs
-from l40sbench.report.tables import format_duration
 from tests.conftest import assert_one_line_exit_2, run_cli
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from l40sbench import cli
 from l40sbench.errors import UserError
+from l40sbench.harness.infer import merge
 from l40sbench.runtimes import agreement, registry
-from l40sbench.runtimes.infer import merge
 from tests.conftest import assert_one_line_exit_2, run_cli
 
 TINY = ["--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1",

@@ -5,12 +5,12 @@ import sys
 
 import pytest
 
-from l40sbench.core.stats import step_throughput
 from l40sbench.core import child
+from l40sbench.core.stats import step_throughput
 from l40sbench.synthetic import tables
+from l40sbench.synthetic.job import Row
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
 from l40sbench.synthetic.sweep import _bisect_largest, with_scaling, with_utilisation
-from l40sbench.synthetic.job import Row
 
 
 def _conv(k, c_in, c_out, kw=None):
@@ -63,7 +63,7 @@ def test_every_model_builds_runs_a_small_batch_and_matches_its_citation(name):
 def test_forward_flops_are_counted_from_the_graph():
     """lenet by hand (2 per multiply-add; the profiler adds bias adds and pooling on top, under 1 %),
     and vgg16 against its well-known 15.47 G multiply-adds."""
-    from l40sbench.flops import forward_gflops
+    from l40sbench.backends.tf_flops import forward_gflops
 
     lenet = MODELS.get("lenet")
     macs = 28 * 28 * 32 * 5 * 5 * 3 + 14 * 14 * 64 * 5 * 5 * 32 + 3136 * 512 + 512 * 1000

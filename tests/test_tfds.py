@@ -21,10 +21,10 @@ def _build_sets(data_dir):
     import tensorflow_datasets as tfds
 
     from l40sbench.classify import standin as cats_standin
-    from l40sbench.classify.run import standin_path as cats_path
+    from l40sbench.classify.standin import standin_path as cats_path
     from l40sbench.data import voc
-    from l40sbench.detect.run import standin_path as fruits_path
     from l40sbench.detect.standin import ensure_standin as fruits_standin
+    from l40sbench.detect.standin import standin_path as fruits_path
 
     cats_root = cats_standin.ensure_standin(cats_path())
     classes = sorted(p.name for p in (cats_root / "train").iterdir())

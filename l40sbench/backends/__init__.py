@@ -82,3 +82,16 @@ def set_random_seed(seed: int) -> None:
         import torch
 
         torch.manual_seed(seed)
+
+
+def facts(name: str | None = None) -> dict:
+    """The Keras backend this process computes on (`name`, else keras' if loaded) and its version; off
+    tensorflow, its devices too."""
+    keras = sys.modules.get("keras")
+    name = name or (keras.backend.backend() if keras is not None else None)
+    if name is None:
+        return {"backend": None, "backend_version": None}
+    found = {"backend": name, "backend_version": load(name).version()}
+    if name != "tensorflow":
+        found["devices"] = load(name).device_facts()
+    return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -8,7 +8,7 @@ pipelines reach them through.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,7 +22,7 @@ def version() -> str:
 
 
 def sync():
-    from l40sbench.tf_device import device_sync
+    from l40sbench.backends.tf_device import device_sync
 
     return device_sync()
 
@@ -51,7 +51,7 @@ def forward_label(xla: bool) -> str:
 
 
 def forward_gflops(model, size: int, dtype: str = "float32") -> float:
-    from l40sbench.flops import forward_gflops as counted
+    from l40sbench.backends.tf_flops import forward_gflops as counted
 
     return counted(model, size, dtype)
 

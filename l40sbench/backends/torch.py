@@ -8,7 +8,7 @@ for N > 1.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -6,8 +6,8 @@ of holding them, so listing bases does not import Keras.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from l40sbench.core.registry import Registry
 

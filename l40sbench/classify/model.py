@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from l40sbench.classify.bases import BaseSpec
 from l40sbench.errors import UserError
@@ -90,7 +90,7 @@ def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, tr
             for layer in base.layers[:-trainable_top_layers]:
                 layer.trainable = False
     inputs = keras.Input((image_size, image_size, 3), dtype="uint8", name="image")
-    from l40sbench.classify.layers import Preprocess
+    from l40sbench.backends.layers import Preprocess
 
     x = Preprocess(spec.module, name="preprocess")(inputs)
     # training=False keeps batch-norm statistics fixed, the usual transfer-learning recipe.

@@ -15,7 +15,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from l40sbench.generated import generate_once
+from l40sbench import paths
+from l40sbench.data.generated import ensure_splits
 
 GENERATOR_VERSION = 1
 COUNTS = {"train": {"cats": 279, "dogs": 278}, "test": {"cats": 70, "dogs": 70}}
@@ -71,12 +72,11 @@ def _write_split(folder: Path, counts: dict[str, int], seed: int) -> None:
             cv2.imwrite(str(out / f"{name[:-1]}_{index + 1:04d}.jpg"), image, [cv2.IMWRITE_JPEG_QUALITY, 90])
 
 
+def standin_path() -> Path:
+    """Where the stand-in is generated: datasets/standin/cats_and_dogs of the checkout (l40sbench.paths)."""
+    return paths.datasets_dir() / "standin" / "cats_and_dogs"
+
+
 def ensure_standin(root: Path, seed: int = 0) -> Path:
     """Generates the set under root once (atomically) and returns its path."""
-
-    def write(folder: Path) -> None:
-        for split, counts in COUNTS.items():
-            _write_split(folder / split, counts, seed + (0 if split == "train" else 1))
-
-    recipe = {"generator_version": GENERATOR_VERSION, "seed": seed, "counts": COUNTS}
-    return generate_once(root, recipe, write)
+    return ensure_splits(root, GENERATOR_VERSION, COUNTS, seed, _write_split)

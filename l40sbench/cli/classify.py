@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from l40sbench.classify.bases import BASES
-from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, backend_flag, data_flags,
-                                   device_counts, make_config)
+from l40sbench.cli.common import (
+    add_device_flags,
+    add_run_flags,
+    add_runtime_flags,
+    backend_flag,
+    data_flags,
+    device_counts,
+    make_config,
+)
 from l40sbench.cli.runs import run_device_counts
 from l40sbench.errors import UserError
 from l40sbench.settings import ONE_DEVICE_OFF_TENSORFLOW
@@ -45,7 +52,6 @@ def add(subparsers) -> None:
 
 def run(args) -> int:
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import run_classify
 
     config = make_config(
         ClassifyConfig,
@@ -57,8 +63,8 @@ def run(args) -> int:
     )
     BASES.get(config.base)  # an unknown base fails before anything is loaded
     if config.backend == "tensorflow":
-        return run_device_counts("classify", config, run_classify, device_counts(args.devices))
+        return run_device_counts("classify", config, device_counts(args.devices))
     if args.devices not in ((1,), ("all",)):
         raise UserError(f"--devices {','.join(map(str, args.devices))}: "
                         f"{ONE_DEVICE_OFF_TENSORFLOW.format(backend=config.backend)}")
-    return run_device_counts("classify", config, run_classify, (1,))
+    return run_device_counts("classify", config, (1,))

@@ -85,7 +85,8 @@ def backend_flag(args, task: str) -> str:
 
 def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
     """--runtimes and --runtime-precision: the inference runtimes a fine-tuned model is timed on."""
-    from l40sbench.runtimes.registry import ORDER, PRECISIONS as RUNTIME_PRECISIONS
+    from l40sbench.runtimes.registry import ORDER
+    from l40sbench.runtimes.registry import PRECISIONS as RUNTIME_PRECISIONS
 
     p.add_argument("--runtimes", type=name_list, default=default, metavar="LIST",
                    help=f"inference runtimes to time the fine-tuned model on, from {','.join(ORDER)}, "
@@ -122,7 +123,7 @@ def device_counts(values: tuple) -> tuple[int, ...]:
         if min(values) < 1:
             raise UserError(f"--devices must be at least 1. Received: {min(values)}")
         return tuple(values)
-    from l40sbench.tf_device import physical_gpus
+    from l40sbench.backends.tf_device import physical_gpus
 
     gpus = physical_gpus()
     if not gpus:
@@ -171,7 +172,7 @@ def float_list(text: str) -> tuple[float, ...]:
 
 
 def run_id(task: str, base: str) -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{task}-{base}"
 
 

@@ -29,10 +29,10 @@ def add(subparsers) -> None:
 
 
 def run(args) -> int:
+    from l40sbench.core.text import format_table
     from l40sbench.peak import rates as machine_rates
     from l40sbench.report import compare
     from l40sbench.report.inputs import load_all, machine
-    from l40sbench.report.tables import format_table
 
     sides = {"baseline": load_all([args.baseline]), "new": load_all([args.new])}  # both readable before any output
     for name, item in (("baseline", args.baseline), ("new", args.new)):

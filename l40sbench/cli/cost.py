@@ -62,7 +62,7 @@ def _offers(args) -> list:
 
 def _print_priced(rows, checked=()) -> None:
     from l40sbench import cost
-    from l40sbench.report.tables import format_table
+    from l40sbench.core.text import format_table
 
     body = []
     for index, row in enumerate(rows):
@@ -125,8 +125,8 @@ def run(args) -> int:
 
 def _cost_to_target(args, loaded, offers) -> int:
     from l40sbench import cost
+    from l40sbench.core.text import format_duration, format_table
     from l40sbench.report.inputs import machine
-    from l40sbench.report.tables import format_table, format_duration
 
     body, without = [], []
     for item in loaded:

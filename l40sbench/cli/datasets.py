@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import add_tfds_flags, data_flags, log, Parser
+from l40sbench.cli.common import Parser, add_tfds_flags, data_flags, log
 
 
 def add(subparsers) -> None:
@@ -44,8 +44,8 @@ def _cmd_datasets_stats(args) -> int:
     task = args.task or ("detect" if args.data is not None and _is_voc(args.data) else "classify")
     if task == "detect":
         from l40sbench.data import voc
-        from l40sbench.detect.run import standin_path as fruit_path
         from l40sbench.detect.standin import ensure_standin as fruit_standin
+        from l40sbench.detect.standin import standin_path as fruit_path
 
         root = args.data if args.data is not None else fruit_standin(fruit_path())
         splits = {split: voc.load_split(root, split, log=log) for split in ("train", "test")}
@@ -56,9 +56,8 @@ def _cmd_datasets_stats(args) -> int:
         _print_unreadable([path for _, skipped in splits.values() for path in skipped])
         return 0
 
+    from l40sbench.classify.standin import ensure_standin, standin_path
     from l40sbench.data import folders as data_mod
-    from l40sbench.classify.run import standin_path
-    from l40sbench.classify.standin import ensure_standin
 
     root = args.data if args.data is not None else ensure_standin(standin_path())
     checked = data_mod.decode_layout(data_mod.scan(root), None)

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import (add_device_flags, add_run_flags, add_runtime_flags, data_flags, device_counts,
-                                   backend_flag, finite, make_config, name_list)
+from l40sbench.cli.common import (
+    add_device_flags,
+    add_run_flags,
+    add_runtime_flags,
+    backend_flag,
+    data_flags,
+    device_counts,
+    finite,
+    make_config,
+    name_list,
+)
 from l40sbench.cli.runs import run_device_counts
 
 
@@ -50,7 +59,6 @@ def add(subparsers) -> None:
 def run(args) -> int:
     from l40sbench.detect.bases import DETECTORS
     from l40sbench.detect.config import DetectConfig
-    from l40sbench.detect.run import run_detect
 
     classes = args.classes
     backend_flag(args, "detect")
@@ -62,4 +70,4 @@ def run(args) -> int:
         export=args.export, strict=args.strict, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     DETECTORS.get(config.base)
-    return run_device_counts("detect", config, run_detect, device_counts(args.devices))
+    return run_device_counts("detect", config, device_counts(args.devices))

@@ -95,8 +95,8 @@ def _load_config(args):
 
 def run(args) -> int:
     from l40sbench.core.records import write_result
+    from l40sbench.harness.infer import infer
     from l40sbench.report import tables
-    from l40sbench.runtimes.infer import infer
     from l40sbench.runtimes.registry import resolve
 
     resolve(args.runtimes)  # an unknown name fails before anything is read

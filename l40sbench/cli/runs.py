@@ -11,7 +11,7 @@ from l40sbench.cli.common import EXIT_INTERRUPTED, log, output_dir_for, run_id
 from l40sbench.errors import UserError
 
 
-def run_device_counts(task: str, config, runner, counts: tuple[int, ...]) -> int:
+def run_device_counts(task: str, config, counts: tuple[int, ...]) -> int:
     """One run per device count: a single count is a plain run; a list gives each count its own run folder
     (OUTPUT_DIR/devices-N/), the scaling of each against the fewest, and OUTPUT_DIR/result.json holding
     every count's record. A worker other than the chief trains alongside and writes nothing of its own."""
@@ -19,19 +19,19 @@ def run_device_counts(task: str, config, runner, counts: tuple[int, ...]) -> int
     from l40sbench.core.scaling import scaling
     from l40sbench.report import tables
 
-    if len(counts) > 1 and getattr(config, "worker_hosts", ()):
+    if len(counts) > 1 and config.worker_hosts:
         raise UserError("--worker-hosts takes one --devices count")
-    if getattr(config, "worker_hosts", ()) and config.task_index > 0:
+    if config.worker_hosts and config.task_index > 0:
         mine: list[dict] = []
         with tempfile.TemporaryDirectory(prefix="l40sbench-worker-") as scratch:
             code = run_and_report(task, dataclasses.replace(config, devices=counts[0], output_dir=Path(scratch),
-                                                            runtimes=("tf",)), runner, collect=mine)
+                                                            runtimes=("tf",)), collect=mine)
         checksum = mine[0]["devices"].get("trained_weight_checksum") if mine else None
         log(f"worker {config.task_index}: trained with the others (weight checksum {checksum!r}); "
             "the chief (task 0) writes the record")
         return code
     if len(counts) == 1:
-        return run_and_report(task, dataclasses.replace(config, devices=counts[0]), runner)
+        return run_and_report(task, dataclasses.replace(config, devices=counts[0]))
     output_dir = config.output_dir or Path("results") / run_id(task, config.base)
     records: list[dict] = []
     code = 0
@@ -40,7 +40,7 @@ def run_device_counts(task: str, config, runner, counts: tuple[int, ...]) -> int
             log(f"--- {count} device(s) ---")
             code = run_and_report(task, dataclasses.replace(config, devices=count, devices_available=max(counts),
                                                             output_dir=output_dir / f"devices-{count}"),
-                                  runner, collect=records)
+                                  collect=records)
             if code:
                 break
     for record, block in zip(records, scaling(records)):
@@ -54,10 +54,11 @@ def run_device_counts(task: str, config, runner, counts: tuple[int, ...]) -> int
     return code
 
 
-def run_and_report(task: str, config, runner, collect: list | None = None) -> int:
-    """Runs runner(config, log, save) writing results as it goes, then prints the summary; the finished
+def run_and_report(task: str, config, collect: list | None = None) -> int:
+    """Runs the task through the harness, writing results as it goes, then prints the summary; the finished
     record is appended to `collect` when one is given."""
     from l40sbench.core.records import write_result
+    from l40sbench.harness.run import run_task
     from l40sbench.report import tables
 
     output_dir = config.output_dir or Path("results") / run_id(task, config.base)
@@ -70,7 +71,7 @@ def run_and_report(task: str, config, runner, collect: list | None = None) -> in
 
     try:
         with output_dir_for(output_dir):
-            result = runner(config, log=log, save=save).to_dict()
+            result = run_task(task, config, log=log, save=save).to_dict()
         if collect is not None:
             collect.append(result)
     except KeyboardInterrupt:

@@ -6,8 +6,18 @@ import contextlib
 import os
 from pathlib import Path
 
-from l40sbench.cli.common import (EXIT_INTERRUPTED, add_backend_flag, backend_flag, finite, int_list, log, make_config, name_list,
-                                   output_dir_for, run_id)
+from l40sbench.cli.common import (
+    EXIT_INTERRUPTED,
+    add_backend_flag,
+    backend_flag,
+    finite,
+    int_list,
+    log,
+    make_config,
+    name_list,
+    output_dir_for,
+    run_id,
+)
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
@@ -123,7 +133,7 @@ def _run_sweep(config, resume: bool) -> int:
     written: dict = {}
 
     def on_result(result) -> None:
-        written["path"] = sweep.write_outputs(config.output_dir, result)
+        written["path"] = sweep.write_outputs(config.output_dir, result, environment_block)
 
     try:
         with output_dir_for(config.output_dir) if config.is_chief else contextlib.nullcontext():

@@ -18,9 +18,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 POLL_SECONDS = 0.02
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -72,7 +72,7 @@ class _Cgroup:
         self.version = version
 
     @classmethod
-    def create(cls, limit_bytes: int) -> "_Cgroup | None":
+    def create(cls, limit_bytes: int) -> _Cgroup | None:
         name = f"l40sbench-{os.getpid()}-{time.monotonic_ns()}"
         for version, root, limit_file in ((2, Path("/sys/fs/cgroup"), "memory.max"),
                                           (1, Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes")):

@@ -68,34 +68,19 @@ def _tensorflow_facts() -> dict:
     }
 
 
-def _backend_facts(name: str | None) -> dict:
-    """The Keras backend this process computes on (`name`, else keras' if loaded) and its version; off
-    tensorflow, its devices too."""
-    keras = sys.modules.get("keras")
-    name = name or (keras.backend.backend() if keras is not None else None)
-    if name is None:
-        return {"backend": None, "backend_version": None}
-    from l40sbench.backends import load
-
-    facts = {"backend": name, "backend_version": load(name).version()}
-    if name != "tensorflow":
-        facts["devices"] = load(name).device_facts()
-    return facts
-
-
-def fingerprint(backend: str | None = None) -> dict:
-    """Versions, the Keras backend (`backend`, else keras' own once imported), devices, CPU, OS, suite commit
-    and a UTC timestamp."""
+def fingerprint(backend_facts: dict | None = None) -> dict:
+    """Versions, the Keras backend's facts (backends.facts: its name, version and devices), CPU, OS, suite
+    commit and a UTC timestamp."""
     keras = sys.modules.get("keras")
     return {
         "python": platform.python_version(),
         "keras": getattr(keras, "__version__", None),
         "tf_keras": getattr(sys.modules.get("tf_keras"), "__version__", None),  # Model Garden's Keras 2
         **_tensorflow_facts(),
-        **_backend_facts(backend),
+        **(backend_facts or {"backend": None, "backend_version": None}),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "os": platform.platform(),
         "suite_commit": _git_commit(),
-        "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timestamp_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }

@@ -22,6 +22,12 @@ class DatasetInfo:
     skipped_files: tuple[str, ...] = ()
 
 
+def rate_epoch_seconds(train: dict) -> float | None:
+    """The epoch time a rate or a scaling is drawn from, of a record's `train` block: the steady epochs'
+    mean (2..N), else the first epoch's, which holds tracing and compilation."""
+    return train.get("steady_epoch_seconds") or train.get("first_epoch_seconds")
+
+
 @dataclass(frozen=True)
 class TrainResult:
     epochs: int
@@ -41,10 +47,14 @@ class TrainResult:
     # (cost to accuracy bills this up to the epoch that reached the target).
     wall_seconds_at_epoch: tuple[float, ...] = ()
 
+    @property
+    def rate_epoch_seconds(self) -> float | None:
+        return rate_epoch_seconds(asdict(self))
+
     @classmethod
     def from_times(cls, times: EpochTimes, batch_size: int, losses=(), test_metric: str = "",
                    test_metric_per_epoch=(), wall_seconds: float | None = None,
-                   wall_seconds_at_epoch=()) -> "TrainResult":
+                   wall_seconds_at_epoch=()) -> TrainResult:
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -83,7 +93,7 @@ class InferenceResult:
     @classmethod
     def from_stats(
         cls, stats: LatencyStats, *, warmup: int, batch_size: int, stages_mean_ms: dict | None = None
-    ) -> "InferenceResult":
+    ) -> InferenceResult:
         return cls(
             batch_size=batch_size,
             warmup_excluded=warmup,

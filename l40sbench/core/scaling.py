@@ -8,7 +8,9 @@ ideal, where N devices take 1/N of one device's epoch.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+
+from l40sbench.core.results import rate_epoch_seconds
 
 HELD_FIXED = "strong scaling: the epoch's images and the batch per device held fixed (global batch = batch x N)"
 SHARED_CPU = ("logical devices of one CPU share its cores: the ideal there is no speed-up (efficiency 1/N), "
@@ -16,9 +18,8 @@ SHARED_CPU = ("logical devices of one CPU share its cores: the ideal there is no
 
 
 def epoch_seconds(record: dict) -> float | None:
-    """The epoch time scaling compares: the steady epochs' mean (2..N), else the first epoch's."""
-    train = record.get("train") or {}
-    return train.get("steady_epoch_seconds") or train.get("first_epoch_seconds")
+    """The epoch time scaling compares (core.results.rate_epoch_seconds)."""
+    return rate_epoch_seconds(record.get("train") or {})
 
 
 def scaling(records: Sequence[dict]) -> list[dict]:

@@ -9,8 +9,9 @@ asynchronous GPU cannot make a step look faster than it was.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from l40sbench.core.stats import LatencyStats, summarize
 
@@ -83,6 +84,22 @@ class EpochClock:
 
     def summary(self) -> EpochTimes:
         return epoch_times(self.epoch_seconds)
+
+
+class Stopwatch:
+    """Wall seconds since start() on the core's clock, with no device sync: what a rented machine bills."""
+
+    def __init__(self, clock: Clock = time.perf_counter):
+        self._clock = clock
+        self._started: float | None = None
+
+    def start(self) -> None:
+        self._started = self._clock()
+
+    def elapsed(self) -> float:
+        if self._started is None:
+            raise RuntimeError("Stopwatch.elapsed() called before start()")
+        return self._clock() - self._started
 
 
 def time_calls(

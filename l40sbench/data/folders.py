@@ -11,14 +11,14 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 
-from l40sbench.errors import UserError
 from l40sbench.data.images import decode_rgb, is_image_name, resize_square
+from l40sbench.errors import UserError
 
 SPLITS = ("train", "test")
 # Bump when decoding or resizing changes, so old cache entries are not reused.
@@ -35,7 +35,7 @@ class Layout:
     classes: tuple[str, ...]
     files: dict[str, dict[str, tuple[Path, ...]]]
 
-    def limited(self, limit: int | None) -> "Layout":
+    def limited(self, limit: int | None) -> Layout:
         """At most `limit` images per split, the same number from each class."""
         if limit is None:
             return self

@@ -14,9 +14,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from l40sbench.errors import UserError
 
@@ -42,7 +42,7 @@ class TfdsRef:
     splits: tuple[str, str] | None = None
 
     @classmethod
-    def parse(cls, text: str, data_dir: Path | None = None, splits: str | tuple | None = None) -> "TfdsRef":
+    def parse(cls, text: str, data_dir: Path | None = None, splits: str | tuple | None = None) -> TfdsRef:
         parts = text[len(PREFIX):].split(":")
         if not parts[0] or len(parts) > 2 or (len(parts) == 2 and not parts[1]):
             raise UserError(f"--data {text!r}: expected tfds:NAME or tfds:NAME:VERSION (e.g. tfds:cats_vs_dogs:4.0.1)")
@@ -251,8 +251,8 @@ def _materialise(builder, ref: TfdsRef, split: str, image_key: str, names, folde
     import json
 
     from l40sbench.core.records import write_atomic
-    from l40sbench.data.voc import VocImage, VocObject
     from l40sbench.data.images import decode_rgb
+    from l40sbench.data.voc import VocImage, VocObject
 
     tag = re.sub(r"[^A-Za-z0-9]+", "_", split)
     index_path = folder / f"{tag}.json"

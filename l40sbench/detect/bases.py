@@ -7,8 +7,8 @@ what makes it the TF1 zoo model it stands for (the backbone).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from l40sbench.core.registry import Registry
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from l40sbench.generated import generate_once
+from l40sbench import paths
+from l40sbench.data.generated import ensure_splits
 
 GENERATOR_VERSION = 1
 CLASSES = ("apple", "banana", "orange")
@@ -102,12 +103,11 @@ def _write_split(folder: Path, counts: dict, seed: int) -> None:
         (folder / f"{stem}_{index + 1}.xml").write_text(_xml(filename, width, height, list(zip(labels, taken))))
 
 
+def standin_path() -> Path:
+    """Where the stand-in is generated: datasets/standin/fruits of the checkout (l40sbench.paths)."""
+    return paths.datasets_dir() / "standin" / "fruits"
+
+
 def ensure_standin(root: Path, seed: int = 0) -> Path:
     """Generates the fruit stand-in under root once (atomically) and returns its path."""
-
-    def write(folder: Path) -> None:
-        for split, counts in COUNTS.items():
-            _write_split(folder / SPLIT_FOLDERS[split], counts, seed + (0 if split == "train" else 1))
-
-    recipe = {"generator_version": GENERATOR_VERSION, "seed": seed, "counts": COUNTS}
-    return generate_once(root, recipe, write)
+    return ensure_splits(root, GENERATOR_VERSION, COUNTS, seed, _write_split, SPLIT_FOLDERS)

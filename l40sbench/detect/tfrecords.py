@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import cv2
 
-from l40sbench.data.voc import VocImage
 from l40sbench.data.images import decode_rgb
+from l40sbench.data.voc import VocImage
 
 CONVERTER_VERSION = 1
 

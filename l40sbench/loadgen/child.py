@@ -17,7 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.core.records import to_json, write_atomic
-from l40sbench.loadgen.config import CONFIRM_MIN_QUERIES, MIN_SEARCH_RUN_S, SEARCH_MIN_QUERIES, SEARCH_RUN_FRACTION, SEARCH_STEPS, Job
+from l40sbench.loadgen.config import (
+    CONFIRM_MIN_QUERIES,
+    MIN_SEARCH_RUN_S,
+    SEARCH_MIN_QUERIES,
+    SEARCH_RUN_FRACTION,
+    SEARCH_STEPS,
+    Job,
+)
 from l40sbench.loadgen.harness import run_test
 from l40sbench.loadgen.search import confirm, find_max_qps, more_queries_needed
 from l40sbench.runtimes.child import read_images

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from l40sbench.core import child
 from l40sbench.core.records import write_atomic

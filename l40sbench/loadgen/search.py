@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+from collections.abc import Callable
 
 CONFIRM_RUNS = 4  # full-duration runs of the confirming step at most (a search stays bounded)
 

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -19,7 +19,6 @@ How the LeaderGPU tables become rows (model, batch per GPU, GPUs):
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 

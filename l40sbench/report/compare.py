@@ -18,8 +18,8 @@ pair gets its ratio new / baseline and a verdict:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from l40sbench.core.env import gpu_models
 from l40sbench.report.inputs import backend, replicas

@@ -8,17 +8,28 @@ given (or the LeaderGPU study's own when it is an input).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
+from l40sbench.core.text import format_duration, markdown_table
 from l40sbench.report import plots
 from l40sbench.report.inputs import Loaded, backend, machine, machine_labels, replicas
-from l40sbench.report.tables import (CLOCK_PER_EPOCH, SCALING_HEADERS, WALL_PER_EPOCH, WALL_TOTAL, clock_epoch_seconds,
-                                     environment_block, format_duration, markdown_table, runtime_cells, runtime_rows,
-                                     scaling_cells, scenario_cells, scenario_title,
-                                     wall_epoch_seconds)
+from l40sbench.report.tables import (
+    CLOCK_PER_EPOCH,
+    SCALING_HEADERS,
+    WALL_PER_EPOCH,
+    WALL_TOTAL,
+    clock_epoch_seconds,
+    environment_block,
+    runtime_cells,
+    runtime_rows,
+    scaling_cells,
+    scenario_cells,
+    scenario_title,
+    wall_epoch_seconds,
+)
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
 

@@ -8,13 +8,13 @@ loads the studies' published figures. Every record keeps where it came from.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from l40sbench import reference
 from l40sbench.core.env import gpu_models
-from l40sbench.core.schema import check_record
+from l40sbench.core.records import read_result_file
 from l40sbench.errors import UserError
 
 
@@ -24,32 +24,6 @@ class Loaded:
 
     origin: str
     record: dict
-
-
-def _is_record(value) -> bool:
-    return isinstance(value, dict) and str(value.get("schema", "")).startswith("l40sbench.result/")
-
-
-def read_result_file(path: Path) -> list[dict]:
-    """The record(s) in one JSON file.
-
-    Raises:
-      UserError: unreadable, not JSON, or not l40sbench results.
-    """
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read result {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    records = value if isinstance(value, list) else [value]
-    if not records or not all(_is_record(r) for r in records):
-        raise UserError(f"{path} is not an l40sbench result (no l40sbench.result schema)")
-    for index, record in enumerate(records):
-        try:
-            check_record(record)
-        except ValueError as exc:
-            where = f" (record {index + 1} of {len(records)})" if len(records) > 1 else ""
-            raise UserError(f"{path}{where} is not a valid l40sbench result: {exc}") from None
-    return records
 
 
 def load(item: str) -> list[Loaded]:

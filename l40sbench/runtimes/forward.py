@@ -7,9 +7,9 @@ Every loader sets its threads and precision explicitly and reads back what the r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool
     import keras
     import tensorflow as tf
 
-    import l40sbench.classify.layers  # noqa: F401  (registers the Preprocess layer model.keras holds)
+    import l40sbench.backends.layers  # noqa: F401  (registers the Preprocess layer model.keras holds)
 
     _tf_threads(threads)
     model = keras.saving.load_model(path)

@@ -78,7 +78,7 @@ class SweepConfig:
                 for k, v in asdict(self).items()}  # asdict makes settings a dict
 
     @classmethod
-    def from_dict(cls, values: dict) -> "SweepConfig":
+    def from_dict(cls, values: dict) -> SweepConfig:
         values = {**values, "settings": StepSettings(**values.get("settings", {}))}
         for name in ("models", "batch_sizes", "devices", "worker_hosts"):
             values[name] = tuple(values.get(name) or ())

@@ -71,7 +71,7 @@ class Job:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Job":
+    def from_dict(cls, values: dict) -> Job:
         return cls(**{**values, "settings": StepSettings(**values.get("settings", {}))})
 
 
@@ -127,7 +127,7 @@ class Row:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Row":
+    def from_dict(cls, values: dict) -> Row:
         return cls(**values)
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from l40sbench.report.tables import format_table
+from l40sbench.core.text import format_table
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
 
 
@@ -12,7 +12,7 @@ def model_facts(name: str) -> dict:
     """Builds the model once and counts what --list prints."""
     import keras
 
-    from l40sbench.flops import forward_gflops
+    from l40sbench.backends.tf_flops import forward_gflops
 
     spec = MODELS.get(name)
     model = spec.build()

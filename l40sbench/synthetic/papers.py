@@ -130,7 +130,7 @@ def googlenet(size: int = 224):
     """
     layers = _layers()
 
-    def block(x, k, l, m, n, p, q):
+    def block(x, k, l, m, n, p, q):  # noqa: E741  (Table 1's column letters)
         return _inception(x, [
             [("conv", k, 1, 1)],
             [("conv", l, 1, 1), ("conv", m, 3, 3)],

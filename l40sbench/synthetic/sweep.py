@@ -15,15 +15,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
+from l40sbench.core import child
 from l40sbench.core.env import gpu_models
 from l40sbench.core.records import SCHEMA, to_json, write_atomic
 from l40sbench.errors import UserError
 from l40sbench.peak import peak_for, utilisation
-from l40sbench.core import child
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import Job, Row, failed_row
 from l40sbench.synthetic.worker import ROW_MARKER
@@ -108,7 +108,7 @@ def child_env(config: SweepConfig) -> dict:
 
         env = host_devices_env(max(config.devices), env)
     if config.worker_hosts:
-        from l40sbench.tf_device import cluster_env
+        from l40sbench.backends.tf_device import cluster_env
 
         env["TF_CONFIG"] = cluster_env(config.worker_hosts, config.task_index)
     return env
@@ -345,7 +345,7 @@ def find_max_batches(config: SweepConfig, gpu: bool, log: Log) -> tuple[dict, ..
         for model in config.models:
             probes: dict[int, str] = {}
 
-            def fits(batch: int) -> bool:
+            def fits(batch: int, model=model, devices=devices, probes=probes) -> bool:
                 job = config.job(model, batch, devices, warmup_steps=PROBE_WARMUP, steps=PROBE_STEPS)
                 row = run_job(job, config, gpu)
                 probes[batch] = row.status
@@ -395,15 +395,15 @@ def _bisect_largest(fits: Callable[[int], bool], start: int) -> int | None:
     return low
 
 
-def write_outputs(output_dir: Path, result: SweepResult) -> Path:
-    """result.json, tables.md and the tables as CSV; returns the JSON path."""
-    from l40sbench.report.tables import environment_block
+def write_outputs(output_dir: Path, result: SweepResult, environment: Callable[[dict], str]) -> Path:
+    """result.json, tables.md (opening with environment(the record's env)) and the tables as CSV; returns
+    the JSON path."""
     from l40sbench.synthetic import tables
 
     record = result.to_dict()
     json_path = output_dir / "result.json"
     write_atomic(json_path, to_json(record))
-    write_atomic(output_dir / "tables.md", tables.markdown(record, environment_block(record["env"])))
+    write_atomic(output_dir / "tables.md", tables.markdown(record, environment(record["env"])))
     for name, text in tables.csv_files(record).items():
         write_atomic(output_dir / name, text)
     return json_path

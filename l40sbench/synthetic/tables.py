@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Sequence
+from collections.abc import Sequence
 
-from l40sbench.report.tables import markdown_table
+from l40sbench.core.text import markdown_table
 from l40sbench.synthetic.models import MODELS, STUDY_DEVICE_TABLE, STUDY_ORDER
 
 OOM = "-*"

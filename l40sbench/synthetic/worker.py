@@ -18,7 +18,7 @@ import os
 import resource
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from l40sbench.core.child import first_line
 from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
@@ -169,15 +169,15 @@ def measure(job: Job) -> Row:
     import keras
     import tensorflow as tf
 
-    from l40sbench.tf_device import configure_devices
+    from l40sbench.backends.tf_device import configure_devices
 
     # Devices are configured before any strategy starts TensorFlow's runtime.
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
+    from l40sbench.backends.tf_device import device_sync
+    from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.settings import keras_policy
-    from l40sbench.flops import forward_gflops
     from l40sbench.synthetic.models import MODELS
-    from l40sbench.tf_device import device_sync
 
     spec = MODELS.get(job.model)
     keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
@@ -235,13 +235,13 @@ def _device_kind(backend: str) -> str:
 
 def calibrate_main() -> dict:
     """The device's peak per precision (and the conv rate) plus the environment, for the sweep's header."""
-    from l40sbench.backends import load
+    from l40sbench.backends import facts, load
     from l40sbench.core.env import fingerprint
     from l40sbench.peak import measure_env
 
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     device_peak = measure_env(sync=load(backend).sync(), backend=backend)
-    return {"peak": device_peak, "env": {**fingerprint(backend), "peak": device_peak}}
+    return {"peak": device_peak, "env": {**fingerprint(facts(backend)), "peak": device_peak}}
 
 
 def main(argv: list[str]) -> int:
@@ -249,12 +249,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--calibrate"]:
         result = calibrate_main()
     elif argv[:1] == ["--fingerprint"]:
-        from l40sbench.backends import load
+        from l40sbench.backends import facts, load
         from l40sbench.core.env import fingerprint
 
         backend = os.environ.get("KERAS_BACKEND", "tensorflow")
         load(backend).version()  # the fingerprint lists its devices
-        result = {"env": fingerprint(backend)}
+        result = {"env": fingerprint(facts(backend))}
     else:
         result = job_main(Job.from_dict(json.loads(argv[0]))).to_dict()
     sys.stdout.write(ROW_MARKER + json.dumps(result) + "\n")

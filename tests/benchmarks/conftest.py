@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

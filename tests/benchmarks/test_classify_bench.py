@@ -12,10 +12,16 @@ import time
 import numpy as np
 import pytest
 
-from l40sbench.classify.run import _epoch_callback, make_forward
+from l40sbench.classify.task import epoch_callback, make_forward
 from l40sbench.core.timing import EpochClock
-from tests.benchmarks.conftest import (RATIO_BOUND, SLOWDOWN, References, gate_probe_over_bare_loop, record_gate,
-                                       run_pedantic)
+from tests.benchmarks.conftest import (
+    RATIO_BOUND,
+    SLOWDOWN,
+    References,
+    gate_probe_over_bare_loop,
+    record_gate,
+    run_pedantic,
+)
 
 SIZE = 64
 BATCH = 16
@@ -26,10 +32,10 @@ def model():
     """The model `classify` trains and probes, built and compiled by the product with its defaults
     (base frozen, dropout and softmax head, Adam, accuracy metric, no XLA)."""
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import _compiled_model
+    from l40sbench.classify.task import compiled_model
 
     config = ClassifyConfig(base="vgg19", image_size=SIZE, weights="none", seed=0)
-    classifier, _ = _compiled_model(config, SIZE, 2, print)
+    classifier, _ = compiled_model(config, SIZE, 2, print)
     return classifier
 
 
@@ -114,7 +120,7 @@ def test_epoch_from_the_decoded_arrays_against_batched_tensors(benchmark, model,
 
     def epoch(slow=False, **feed):
         clock = EpochClock()
-        callbacks = [_epoch_callback(clock, lambda *_: None)] + ([slowed_batches()] if slow and SLOWDOWN != 1 else [])
+        callbacks = [epoch_callback(clock.start, lambda *_: clock.stop())] + ([slowed_batches()] if slow and SLOWDOWN != 1 else [])
         model.fit(epochs=1, verbose=0, callbacks=callbacks, **feed)
         return clock.epoch_seconds[0]
 

@@ -11,9 +11,8 @@ import cv2
 import numpy as np
 import pytest
 
+from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.data import folders as data
-from l40sbench.classify.run import standin_path
-from l40sbench.classify.standin import ensure_standin
 from tests.benchmarks.conftest import References, record_gate, run_pedantic
 
 SIZE = 64

@@ -22,13 +22,13 @@ def serving():
     from official import vision  # noqa: F401  (registers Model Garden's experiments and tasks)
     from official.core import task_factory
 
-    from l40sbench.detect.run import SIGNATURE, _serving
+    from l40sbench.detect.garden import SIGNATURE, serving
 
     tf.keras.utils.set_random_seed(0)
     experiment = experiment_config(DETECTORS.get("ssd_resnet50_fpn"), num_classes=3, image_size=SIZE, batch_size=1,
                                    train_path="unused", eval_path="unused")
     model = task_factory.get_task(experiment.task).build_model()
-    _, signatures, preprocess, forward = _serving(experiment, model, SIZE)
+    _, signatures, preprocess, forward = serving(experiment, model, SIZE)
     return signatures[SIGNATURE], preprocess, forward
 
 

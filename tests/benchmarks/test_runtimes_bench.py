@@ -20,9 +20,9 @@ RUNTIME_NAMES = ("savedmodel", "onnxruntime", "openvino", "litert")
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import _compiled_model
+    from l40sbench.classify.task import compiled_model
 
-    model, _ = _compiled_model(ClassifyConfig(base="vgg19", image_size=SIZE, weights="none", seed=0), SIZE, 2, print)
+    model, _ = compiled_model(ClassifyConfig(base="vgg19", image_size=SIZE, weights="none", seed=0), SIZE, 2, print)
     return model, tmp_path_factory.mktemp("exported")
 
 

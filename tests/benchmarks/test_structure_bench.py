@@ -28,12 +28,12 @@ DETECT_CLASSES = 3
 
 
 def classify_model(name: str):
+    from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.run import _compiled_model
-    from l40sbench.flops import forward_gflops
+    from l40sbench.classify.task import compiled_model
 
     config = ClassifyConfig(base=name, image_size=CLASSIFY_SIZE, weights="none")
-    model, _ = _compiled_model(config, CLASSIFY_SIZE, 2, lambda message: None)
+    model, _ = compiled_model(config, CLASSIFY_SIZE, 2, lambda message: None)
     return model.count_params(), forward_gflops(model, CLASSIFY_SIZE, "uint8")
 
 
@@ -43,17 +43,17 @@ def detect_model(name: str):
     from official.core import task_factory
 
     from l40sbench.detect.bases import experiment_config
-    from l40sbench.detect.run import _forward_gflops, _serving
+    from l40sbench.detect.garden import forward_gflops, serving
 
     experiment = experiment_config(DETECTORS.get(name), num_classes=DETECT_CLASSES, image_size=DETECT_SIZE,
                                    batch_size=1, train_path="unused", eval_path="unused")
     model = task_factory.get_task(experiment.task).build_model()
     parameters = int(sum(np.prod(w.shape) for w in model.weights))
-    return parameters, _forward_gflops(_serving(experiment, model, DETECT_SIZE), DETECT_SIZE)
+    return parameters, forward_gflops(serving(experiment, model, DETECT_SIZE), DETECT_SIZE)
 
 
 def synthetic_model(name: str):
-    from l40sbench.flops import forward_gflops
+    from l40sbench.backends.tf_flops import forward_gflops
 
     spec = MODELS.get(name)
     model = spec.build()

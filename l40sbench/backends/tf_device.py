@@ -152,7 +152,7 @@ def place_for(config) -> Placement:
 
     try:
         return place(config.devices, config.devices_available or config.devices,
-                     tuple(getattr(config, "worker_hosts", ())), getattr(config, "task_index", 0))
+                     tuple(config.worker_hosts), config.task_index)
     except ValueError as exc:
         raise UserError(f"--devices {config.devices}: {exc}") from None
 
@@ -163,7 +163,7 @@ def place_early(config) -> Placement | None:
     Called before any TensorFlow op (a TFDS set runs some): a multi-worker strategy sets up its
     collectives first, and the CPU can be split into logical devices only while TensorFlow has not started.
     """
-    several = (config.devices_available or config.devices) > 1 or getattr(config, "worker_hosts", ())
+    several = (config.devices_available or config.devices) > 1 or config.worker_hosts
     return place_for(config) if several else None
 
 

@@ -10,34 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from l40sbench.core.task import Log, Save
 from l40sbench.errors import UserError
+from l40sbench.harness.tasks import TASKS, load_task
 from l40sbench.loadgen.scenarios import entry_key
-
-Log = Callable[[str], None]
-Save = Callable[[dict], None]
-
-
-def config_from_record(cls, values: dict):
-    """A run config rebuilt from the `config` a record holds (lists back to tuples, folders back to paths)."""
-    fields = {field.name for field in dataclasses.fields(cls)}
-    kept = {}
-    for key, value in values.items():
-        if key not in fields:
-            continue
-        if isinstance(value, list):
-            value = tuple(value)
-        if key in ("output_dir", "tfds_data_dir", "export") and value is not None:
-            value = Path(value)
-        if key == "data" and value is not None and not str(value).startswith("tfds:"):
-            value = Path(value)
-        kept[key] = value
-    try:
-        return cls(**kept)
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"the run's settings cannot be read back: {exc}") from None
 
 
 def read_run(run_dir: Path) -> dict:
@@ -46,7 +25,7 @@ def read_run(run_dir: Path) -> dict:
     Raises:
       UserError: no result.json, not a run of a pipeline, or not finished.
     """
-    from l40sbench.report.inputs import read_result_file
+    from l40sbench.core.records import read_result_file
 
     if not run_dir.is_dir():
         raise UserError(f"run folder not found: {run_dir}")
@@ -54,8 +33,8 @@ def read_run(run_dir: Path) -> dict:
     if not path.is_file():
         raise UserError(f"{run_dir} holds no result.json: not a run folder")
     (record,) = read_result_file(path)[:1]
-    if record["task"] not in ("classify", "detect"):
-        raise UserError(f"{run_dir} is a {record['task']} run; infer takes a classify or detect run")
+    if record["task"] not in TASKS.names():
+        raise UserError(f"{run_dir} is a {record['task']} run; infer takes a {' or '.join(TASKS.names())} run")
     if not record["complete"]:
         raise UserError(f"{run_dir} holds an unfinished run (complete: false): nothing was fine-tuned to the end")
     return record
@@ -65,29 +44,13 @@ def model_path(run_dir: Path, record: dict) -> Path:
     """Where the run's fine-tuned model is.
 
     Raises:
-      UserError: the run folder holds none.
+      UserError: the run was fine-tuned off tensorflow, or its folder holds no model.
     """
     backend = (record.get("config") or {}).get("backend", "tensorflow")
     if backend != "tensorflow":
         raise UserError(f"{run_dir} was fine-tuned on {backend}: infer times models trained on the tensorflow "
                         "backend (the other runtimes take them through TensorFlow's exporters)")
-    if record["task"] == "classify":
-        from l40sbench.classify.runtimes import MODEL_FILE
-
-        path = run_dir / MODEL_FILE
-        found, what = path.is_file(), MODEL_FILE
-    else:
-        from l40sbench.detect.runtimes import SAVED_MODEL_DIR
-
-        # The run folder's own copy first: the folder may have moved since export_dir was written.
-        candidates = [run_dir / SAVED_MODEL_DIR] + ([Path(record["notes"]["export_dir"])]
-                                                    if record["notes"].get("export_dir") else [])
-        path = next((c for c in candidates if (c / "saved_model.pb").is_file()), candidates[-1])
-        found, what = (path / "saved_model.pb").is_file(), f"a SavedModel at {path}"
-    if not found:
-        raise UserError(f"{run_dir} holds no fine-tuned model ({what}): it was run before models were kept, "
-                        "or without an output folder")
-    return path
+    return load_task(record["task"]).model_path(run_dir, record)
 
 
 def merge(rows: tuple, new_rows: tuple, key: Callable[[dict], object] = lambda row: row["runtime"]) -> tuple:
@@ -102,9 +65,7 @@ def check_load(load, record: dict) -> None:
 
     if importlib.util.find_spec("mlperf_loadgen") is None:
         raise UserError("--scenario needs MLPerf LoadGen: pip install 'l40sbench[loadgen]' (mlcommons-loadgen)")
-    if record["task"] == "detect" and max(load.batches) > 1:
-        raise UserError("the detection SavedModel takes one image per call ([1, H, W, 3], each image its own size): "
-                        "--batch must be 1 for a detect run; --workers K runs K calls at once")
+    load_task(record["task"]).check_scenarios(load, record)
 
 
 def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, save: Save, load=None) -> dict:
@@ -123,14 +84,10 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
     model = model_path(run_dir, record)
     if load is not None:
         check_load(load, record)
-    if record["task"] == "classify":
-        from l40sbench.classify.run import infer_setup
-    else:
-        from l40sbench.detect.run import infer_setup
-    reference, work = infer_setup(record, model, log)
+    reference, work = load_task(record["task"]).reload(record, model, log)
     earlier = tuple((record["inference"] or {}).get("runtimes") or ())
     earlier_scenarios = tuple((record["inference"] or {}).get("scenarios") or ())
-    call = {"date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    call = {"date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "runtimes": list(runtimes), "runtime_precision": precision, "complete": False}
     if load is not None:
         call["scenarios"] = dataclasses.asdict(load)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 _MARKER = "standin.json"
 
@@ -30,3 +30,16 @@ def generate_once(root: Path, recipe: dict, write: Callable[[Path], None]) -> Pa
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return root
+
+
+def ensure_splits(root: Path, version: int, counts: dict, seed: int, write_split: Callable[[Path, dict, int], None],
+                  folders: dict[str, str] | None = None) -> Path:
+    """A stand-in of one folder per split, generated once under root by generator `version`:
+    write_split(folder, that split's counts, seed) for each split of `counts` (train with `seed`, the others
+    with seed + 1), in `folders[split]` (default: the split's name). Returns root."""
+
+    def write(folder: Path) -> None:
+        for split, split_counts in counts.items():
+            write_split(folder / (folders or {}).get(split, split), split_counts, seed + (0 if split == "train" else 1))
+
+    return generate_once(root, {"generator_version": version, "seed": seed, "counts": counts}, write)

@@ -1,0 +1,273 @@
+"""The classification task: a keras.applications base fine-tuned on a folder-per-class set (or TFDS),
+then the test images one at a time through the compiled forward, scored for accuracy.
+
+What differs from detection lives here; the harness (l40sbench.harness) runs it and owns every clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from l40sbench import paths
+from l40sbench.classify import runtimes as cl_runtimes
+from l40sbench.classify.bases import BASES
+from l40sbench.classify.config import ClassifyConfig
+from l40sbench.classify.model import build_base, build_classifier
+from l40sbench.classify.standin import ensure_standin, standin_path
+from l40sbench.core.results import DatasetInfo, InferenceResult
+from l40sbench.core.task import Built, Data, Flops, Log, Probe
+from l40sbench.core.timing import probe_latency
+from l40sbench.data import folders, tfds_source
+from l40sbench.errors import UserError
+from l40sbench.settings import keras_policy
+
+# Measured here (vgg19, 96 px, 2 logical CPU devices): evaluate() between fit epochs under MirroredStrategy
+# made a later epoch take 17 s instead of 3 (the step traced again), and even a plain compiled forward
+# between epochs slowed the next ones by half; across hosts evaluate does not run at all (across_hosts).
+SCORING_UNDER_A_STRATEGY = ("per-epoch test scoring is skipped under a tf.distribute strategy: between epochs it "
+                            "slows the next epochs (an epoch traced again); the test split is scored once, after "
+                            "training, by the latency probe")
+TEST_METRIC = "test_accuracy"
+
+
+def resolve_data(config: ClassifyConfig, log: Log) -> tuple[folders.Layout, str]:
+    """The layout to train on and its `source` label for the result."""
+    if config.data is None:
+        root = ensure_standin(standin_path())
+        log(f"data: generated stand-in for Kaggle 'Cats and Dogs image classification' at {root} (not the real set)")
+        return folders.scan(root), "stand-in"
+    return folders.scan(config.data), str(Path(config.data).resolve())
+
+
+def load_dataset(config: ClassifyConfig, image_size: int, log: Log) -> tuple[folders.ImageSet, str]:
+    """Both splits decoded at image_size (through the decoded cache), and the data's `source` label."""
+    if tfds_source.is_tfds(config.data):
+        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
+        return tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
+                                               cache_dir=paths.cache_dir(), log=log)
+    layout, source = resolve_data(config, log)
+    images = folders.load_images(
+        layout.limited(config.limit), image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
+    )
+    return images, source
+
+
+def resolve_image_size(config: ClassifyConfig) -> int:
+    spec = BASES.get(config.base)
+    size = config.image_size or spec.default_size
+    if size < spec.min_size:
+        raise UserError(f"--image-size {size} is below {spec.name}'s minimum of {spec.min_size}")
+    return size
+
+
+def _set_up_keras(config: ClassifyConfig) -> None:
+    import keras
+
+    from l40sbench.backends import set_random_seed
+
+    set_random_seed(config.seed)
+    keras.mixed_precision.set_global_policy(keras_policy(config.precision))
+
+
+def epoch_callback(begin: Callable[[], None], end: Callable[[int, dict], None]):
+    """A Keras callback that hands epoch boundaries on: begin() and end(epoch index, Keras' logs).
+    It reads no clock itself."""
+    import keras
+
+    class EpochBoundaries(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            begin()
+
+        def on_epoch_end(self, epoch, logs=None):
+            end(epoch, dict(logs or {}))
+
+    return EpochBoundaries()
+
+
+def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):
+    """The compiled single-image forward call that the latency probe times (the backend's own)."""
+    from l40sbench.backends import load
+
+    return load(backend).forward(model, image_size, xla)
+
+
+def compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log, placement=None):
+    """Returns (compiled model, weights label), built and compiled under `placement`'s strategy if any;
+    imports the backend on first use."""
+    import contextlib
+
+    from l40sbench.backends import load
+
+    load(config.backend).version()  # heavy: the backend is imported once the inputs are known good
+    _set_up_keras(config)
+    import keras
+
+    spec = BASES.get(config.base)
+    with placement.scope() if placement is not None else contextlib.nullcontext():
+        base, weights_label = build_base(spec, image_size, config.weights, log)
+        model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-3),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            jit_compile=load(config.backend).training_compile(config.xla)[0],
+        )
+    return model, weights_label
+
+
+def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, sync) -> Probe:
+    """Latency of the test images one at a time, and the accuracy of those same predictions
+    (outputs: the stacked probabilities, None where no image was predicted)."""
+    forward = make_forward(model, config.image_size, config.xla, config.backend)
+    probabilities: list[np.ndarray] = []
+    stats = probe_latency(
+        lambda image: probabilities.append(forward(image)), images.x["test"], warmup=config.warmup, sync=sync
+    )
+    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
+    if not probabilities:
+        return Probe(inference, {TEST_METRIC: None})
+    stacked = np.stack(probabilities)
+    return Probe(inference, {TEST_METRIC: float(np.mean(np.argmax(stacked, axis=1) == images.y["test"]))}, stacked)
+
+
+def _train_convention(config: ClassifyConfig) -> tuple[int, str]:
+    """(training FLOPs per forward, the convention in words) for the layers --fine-tune trains."""
+    if config.trainable_top_layers is None:  # the base is frozen: no gradient flows through it
+        return 1, "1 x forward (base frozen: forward only; the head's backward is negligible)"
+    if config.trainable_top_layers < 0:
+        return 3, "3 x forward (forward, then gradients for activations and weights)"
+    return 3, (f"at most 3 x forward (top {config.trainable_top_layers} base layers train: an upper bound)")
+
+
+class ClassifyTask:
+    name = "classify"
+    keras3 = True
+
+    def check(self, config: ClassifyConfig) -> ClassifyConfig:
+        image_size = resolve_image_size(config)
+        if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
+            raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
+        return dataclasses.replace(config, image_size=image_size)
+
+    def load(self, config: ClassifyConfig, log: Log) -> Data:
+        images, source = load_dataset(config, config.image_size, log)
+        info = DatasetInfo(source=source, train_images=int(len(images.y["train"])),
+                           test_images=int(len(images.y["test"])), classes=images.counts,
+                           skipped_files=images.skipped_files)
+        return Data(info, images)
+
+    def build(self, config: ClassifyConfig, data: Data, placement, devices: dict, log: Log) -> Built:
+        from l40sbench.backends import load
+
+        ops = load(config.backend)
+        spec = BASES.get(config.base)
+        log(f"loading {config.backend} and building {spec.name} at {config.image_size}x{config.image_size} ...")
+        model, weights_label = compiled_model(config, config.image_size, len(data.splits.classes), log, placement)
+        devices["compile"] = {"training": ops.training_compile(config.xla)[1],
+                              "inference": ops.forward_label(config.xla)}
+        if placement.strategy is not None:
+            devices["per_epoch_test_scoring"] = SCORING_UNDER_A_STRATEGY
+        model_info = {
+            "name": model.name,
+            "input_size": config.image_size,
+            "parameters": int(model.count_params()),
+            "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+            "fine_tune": config.fine_tune,
+        }
+        global_batch = devices["global_batch"]
+        line = (f"training {config.epochs} epoch(s), batch {global_batch}, {data.info.train_images} images"
+                + (f", {config.batch_size} per device on {placement.replicas} replicas "
+                   f"({placement.facts['strategy']}: {', '.join(placement.names)})"
+                   if placement.strategy is not None else "") + " ...")
+        return Built(base=spec.name, model=model, config=config, weights=weights_label, model_info=model_info,
+                     devices=devices, epochs=config.epochs, train_images_per_epoch=data.info.train_images,
+                     training_line=line, test_metric=TEST_METRIC, state=placement)
+
+    def train(self, built: Built, data: Data, loop) -> None:
+        config, model, placement, images = built.config, built.model, built.state, data.splits
+
+        def score() -> float:  # the epoch clock has stopped: scoring the test split is not epoch time
+            return model.evaluate(images.x["test"], images.y["test"], batch_size=config.batch_size, verbose=0,
+                                  return_dict=True)["accuracy"]
+
+        def end(epoch: int, logs: dict) -> None:
+            shown = {k: v for k, v in sorted(logs.items()) if isinstance(v, (int, float))}
+            loop.end(logs.get("loss", float("nan")), shown,
+                     (TEST_METRIC, score) if placement.strategy is None else None)  # see SCORING_UNDER_A_STRATEGY
+
+        callback = epoch_callback(loop.begin, end)
+        global_batch = built.devices["global_batch"]
+        if placement.workers > 1:
+            from l40sbench.classify.across_hosts import TRAINING_LOOP, fit_across_hosts
+
+            built.devices["training_loop"] = TRAINING_LOOP
+            fit_across_hosts(model, images.x["train"], images.y["train"], global_batch=global_batch,
+                             epochs=config.epochs, strategy=placement.strategy, seed=config.seed, callback=callback)
+            return
+        model.fit(images.x["train"], images.y["train"], batch_size=global_batch, epochs=config.epochs, shuffle=True,
+                  verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
+                  callbacks=[callback])
+
+    def after_training(self, built: Built, epoch_seconds: list[float], log: Log) -> None:
+        pass
+
+    def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:
+        log(f"inference: {data.info.test_images} test images one at a time, first {built.config.warmup} excluded ...")
+        return measure_inference(built.model, data.splits, built.config, sync)
+
+    def flops(self, built: Built, probe: Probe) -> Flops:
+        from l40sbench.backends import load
+
+        ops = load(built.config.backend)
+        per_forward, convention = _train_convention(built.config)
+        return Flops(ops.forward_gflops(built.model, built.config.image_size, "uint8"), per_forward, convention,
+                     ops.FLOP_COUNTER)
+
+    def export(self, built: Built, data: Data, probe: Probe, log: Log):
+        config = built.config
+        if config.output_dir is None or probe.outputs is None or config.backend != "tensorflow":
+            return None  # the other runtimes take their models through TensorFlow's exporters
+        model_file = config.output_dir / cl_runtimes.MODEL_FILE
+        log(f"saving the fine-tuned model to {model_file} (for `infer` and the other runtimes) ...")
+        built.model.save(model_file)
+        return self._rows(built.model, data.splits, probe, model_file, config)
+
+    def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig):
+        reference = cl_runtimes.reference_row(probe.inference, probe.outputs, images.y["test"], model_file,
+                                              config.precision, config.xla)
+        return reference, cl_runtimes.workload(model, images.x["test"], images.y["test"], probe.outputs,
+                                               config.warmup, config.precision)
+
+    def model_path(self, run_dir: Path, record: dict) -> Path:
+        path = run_dir / cl_runtimes.MODEL_FILE
+        if not path.is_file():
+            raise UserError(f"{run_dir} holds no fine-tuned model ({cl_runtimes.MODEL_FILE}): it was run before "
+                            "models were kept, or without an output folder")
+        return path
+
+    def reload(self, record: dict, model_file: Path, log: Log):
+        import keras
+
+        import l40sbench.backends.layers  # noqa: F401  (registers the Preprocess layer model.keras holds)
+        from l40sbench.backends.tf_device import device_sync
+
+        config = ClassifyConfig.from_record(record["config"])
+        images, _ = load_dataset(config, config.image_size, log)
+        log(f"loading {model_file} ...")
+        model = keras.saving.load_model(model_file)
+        log(f"tf (reference): {len(images.y['test'])} test images one at a time, first {config.warmup} excluded ...")
+        probe = measure_inference(model, images, config, device_sync())
+        if probe.outputs is None:
+            raise UserError("the run's test split is empty: nothing to time")
+        return self._rows(model, images, probe, model_file, config)
+
+    def check_scenarios(self, load, record: dict) -> None:
+        pass
+
+
+TASK = ClassifyTask()

@@ -1,0 +1,107 @@
+"""What the harness asks of a task (`Task`), and the shapes a task hands back to it.
+
+A task module (classify/task.py, detect/task.py) defines `TASK`, an object with the methods of `Task`;
+harness.tasks registers it by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from l40sbench.core.results import DatasetInfo, InferenceResult, RuntimeResult
+
+Log = Callable[[str], None]
+Save = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class Data:
+    """A task's loaded data: the record's `dataset` block, and what the task trains and probes on."""
+
+    info: DatasetInfo
+    splits: Any
+
+
+@dataclass(frozen=True)
+class Built:
+    """A task's model, ready to train, with what the record says of it.
+
+    `devices` is the record's devices block the harness made (a task adds its own facts to it);
+    `notes` is the record's notes, which a task may add to while it runs.
+    """
+
+    base: str
+    model: Any  # its trainable_weights are compared before and after training
+    config: Any  # the effective config (the base's size, the epochs a default chose), as the record holds it
+    weights: str
+    model_info: dict
+    devices: dict
+    epochs: int
+    train_images_per_epoch: int
+    training_line: str  # the progress line that opens training
+    notes: dict = field(default_factory=dict)
+    test_metric: str = ""  # the metric scored after each epoch, outside the epoch clock ("" for none)
+    state: Any = None  # what the task's train, probe and export need besides the model
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The latency probe's figures and the accuracy of the same predictions; `outputs` is what the
+    runtimes tail needs of them (None: nothing was predicted)."""
+
+    inference: InferenceResult
+    accuracy: dict
+    outputs: Any = None
+
+
+@dataclass(frozen=True)
+class Flops:
+    """The FLOP count utilisation divides by the peak: one forward, and training as a multiple of it."""
+
+    forward_gflops: float
+    train_flops_per_forward: int
+    train_convention: str
+    counter: str | None = None  # the counter's name, where the record names it
+
+
+class Task(Protocol):
+    """One kind of benchmark. The harness calls these in order; none of them reads a clock."""
+
+    name: str
+    keras3: bool  # builds with Keras 3 (`import keras`), so the run's --backend is selected first
+
+    def check(self, config) -> Any:
+        """The config with its defaults resolved, once flags and files are checked (UserError), before any work."""
+
+    def load(self, config, log: Log) -> Data:
+        """Both splits, --limit applied."""
+
+    def build(self, config, data: Data, placement, devices: dict, log: Log) -> Built:
+        """The model under the placement's scope, compiled, weights loaded."""
+
+    def train(self, built: Built, data: Data, loop) -> None:
+        """Trains built.epochs epochs, marking each epoch's start and end on `loop` (harness.epochs.EpochLoop)."""
+
+    def after_training(self, built: Built, epoch_seconds: list[float], log: Log) -> None:
+        """Notes the finished training gives (a projection), outside every clock."""
+
+    def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:
+        """The test images one at a time through the model, warm-up excluded, and their accuracy."""
+
+    def flops(self, built: Built, probe: Probe) -> Flops:
+        """The FLOP count utilisation uses."""
+
+    def export(self, built: Built, data: Data, probe: Probe, log: Log) -> tuple[RuntimeResult, Any] | None:
+        """Saves the trained model; (tf's reference row, the runtimes' workload), or None where no runtime runs."""
+
+    def model_path(self, run_dir: Path, record: dict) -> Path:
+        """Where a finished run keeps its model (UserError: it keeps none)."""
+
+    def reload(self, record: dict, model: Path, log: Log) -> tuple[RuntimeResult, Any]:
+        """(tf's reference row, the workload) for `infer`: the saved model reloaded and probed again on tf."""
+
+    def check_scenarios(self, load, record: dict) -> None:
+        """Raises UserError where `infer --scenario` cannot run these LoadGen settings on this task's model."""

@@ -1,0 +1,115 @@
+"""One run of any task: check -> place -> data -> model -> env and peak -> timed epochs -> probe ->
+utilisation -> export and the other runtimes, saving the record after every step.
+
+Library code: it reports through `log` and `save` and never prints or exits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from l40sbench import peak
+from l40sbench.core import env as env_mod
+from l40sbench.core.results import RunResult, TrainResult
+from l40sbench.core.task import Flops, Log, Probe, Save
+from l40sbench.core.timing import EpochClock, Stopwatch
+from l40sbench.harness.epochs import EpochLoop
+from l40sbench.harness.tasks import load_task
+
+
+def one_device(ops):
+    """Where a run on another backend than tensorflow trains: its first device, no strategy."""
+    from l40sbench.backends.tf_device import Placement
+
+    kind, name = ops.device()
+    return Placement(None, 1, kind, (name,), facts={"strategy": f"none (one device; {ops.NAME})"})
+
+
+def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainResult, train_images_per_epoch: int,
+                inference_images_per_second: float | None) -> dict:
+    """Training and inference FLOP/s over the peak of the run's precision."""
+    epoch_seconds = train.rate_epoch_seconds
+    figures = peak.run_utilisation(
+        device_peak, precision, flops.forward_gflops,
+        train_flops_per_forward=flops.train_flops_per_forward, train_convention=flops.train_convention,
+        train_images_per_second=train_images_per_epoch / epoch_seconds if epoch_seconds else None,
+        inference_images_per_second=inference_images_per_second,
+    )
+    return {"flop_counter": flops.counter, **figures} if flops.counter else figures
+
+
+def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
+    """Runs the task's protocol; calls save() after every epoch, after the probe and after each runtime row.
+
+    Raises:
+      UserError: bad data, flags or files.
+      KeyboardInterrupt: re-raised after the finished epochs were saved.
+    """
+    from l40sbench import backends
+    from l40sbench.backends.tf_device import place_early, place_for
+    from l40sbench.runtimes.measure import measure_runtimes
+    from l40sbench.runtimes.registry import resolve
+
+    task = load_task(name)
+    config = task.check(config)
+    if task.keras3:
+        backends.select(config.backend)
+    ops = backends.load(config.backend)
+    on_tensorflow = config.backend == "tensorflow"
+    placement = place_early(config) if on_tensorflow else None
+    data = task.load(config, log)
+    placement = placement or (place_for(config) if on_tensorflow else one_device(ops))
+    built = task.build(config, data, placement, placement.record(config.batch_size), log)
+    sync = ops.sync()
+    env = {**env_mod.fingerprint(backends.facts()), "peak": peak.measure_env(sync=sync, log=log, backend=config.backend)}
+    clock = EpochClock(sync=sync)
+    wall = Stopwatch()
+    wall_seconds: list[float] = []
+
+    def record(complete: bool, probe: Probe | None = None, figures: dict | None = None, rows=None) -> RunResult:
+        inference = probe.inference if probe is not None else None
+        if rows is not None:
+            inference = dataclasses.replace(inference, runtimes=rows)
+        return RunResult(
+            task=task.name, base=built.base, complete=complete, config=built.config.to_dict(), env=env,
+            dataset=data.info,
+            train=TrainResult.from_times(clock.summary(), config.batch_size, loop.losses, built.test_metric,
+                                         loop.test_metric, wall_seconds=wall_seconds[0] if wall_seconds else None,
+                                         wall_seconds_at_epoch=loop.wall_at_epoch),
+            weights=built.weights, model=built.model_info, inference=inference,
+            accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
+            devices=built.devices,
+        )
+
+    loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))
+    save(record(False).to_dict())
+    log(built.training_line)
+    before = [np.array(w) for w in built.model.trainable_weights]
+    wall.start()
+    try:
+        task.train(built, data, loop)
+    except BaseException:
+        wall_seconds.append(wall.elapsed())
+        save(record(False).to_dict())
+        raise
+    sync()
+    wall_seconds.append(wall.elapsed())
+    built.devices.update(placement.after_training(built.model.trainable_weights, before))
+    task.after_training(built, clock.epoch_seconds, log)
+
+    probe = task.probe(built, data, sync, log)
+    figures = utilisation(env["peak"], config.precision, task.flops(built, probe), record(False).train,
+                          built.train_images_per_epoch, probe.inference.images_per_second)
+    save(record(True, probe, figures).to_dict())
+    exported = task.export(built, data, probe, log)
+    result = record(True, probe, figures)
+    save(result.to_dict())  # the notes may name the export
+    if exported is None:
+        return result
+    reference, work = exported
+    rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
+                            config.output_dir / "runtimes", reference, log,
+                            lambda rows: save(record(True, probe, figures, rows).to_dict()))
+    return record(True, probe, figures, rows)
