@@ -15,21 +15,16 @@ class EpochLoop:
     progress line and a save of the record after each epoch all happen here.
     """
 
-    def __init__(self, epochs: int, clock: EpochClock, wall: Stopwatch, log: Log, on_epoch: Callable[[], None],
-                 step_clock: Stopwatch | None = None):
+    def __init__(self, epochs: int, clock: EpochClock, wall: Stopwatch, log: Log, on_epoch: Callable[[], None]):
         self.epochs = epochs
         self._clock = clock
         self._wall = wall
         self._log = log
         self._on_epoch = on_epoch
-        self._step_clock = step_clock or Stopwatch()
+        self._step_clock = Stopwatch()
         self.losses: list[float] = []
         self.test_metric: list[float] = []
         self.wall_at_epoch: list[float] = []
-
-    @property
-    def epoch_seconds(self) -> list[float]:
-        return self._clock.epoch_seconds
 
     def begin(self) -> None:
         self._clock.start()
