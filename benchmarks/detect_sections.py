@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from l40sbench.peak import rates
+from l40sbench.core.utilisation import rates
 
 BASES = ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2")
 ARTICLE_TRAIN_IMAGES = 240

@@ -41,9 +41,10 @@ def main() -> int:
             for module, kind in times:
                 times[module, kind].append(import_seconds(module, compiled if kind == "compiled" else from_source))
         assert not os.listdir(empty), "a .pyc was written to the empty prefix"
-    from l40sbench import peak
+    from l40sbench.core.utilisation import peak_for
+    from l40sbench.peak.measure import measure
 
-    matmul = peak.peak_for(peak.measure().to_dict(), "fp32")[1]
+    matmul = peak_for(measure().to_dict(), "fp32")[1]
     print(f"{args.rounds} rounds, medians; float32 matmul peak {matmul:.1f} GFLOP/s\n")
     print("| import | compiled s | from source s | from source / compiled |\n|---|---|---|---|")
     for module in args.modules.split(","):

@@ -82,14 +82,15 @@ def main() -> int:
                         help="reuse the scenario entries the run's record already holds for these runtimes")
     args = parser.parse_args()
 
-    from l40sbench import peak
     from l40sbench.core.records import read_result_file
+    from l40sbench.core.utilisation import peak_for
+    from l40sbench.peak.measure import measure_env
 
     run = args.out / f"{args.base}-{args.size}"
     if not (run / "result.json").is_file():
         _cli("classify", "--base", args.base, "--image-size", str(args.size), "--limit", str(args.limit), "--epochs",
              "1", "--weights", "none", "--output-dir", str(run))
-    peaks = [peak.measure_env()]
+    peaks = [measure_env()]
     if not args.skip_infer:
         _cli("infer", str(run), "--runtimes", args.runtimes, "--scenario", "single-stream,offline", "--batch",
              args.batches, "--duration", args.duration)
@@ -105,8 +106,8 @@ def main() -> int:
         subprocess.run([sys.executable, __file__, "--overhead", name, probes[name]["artifact"], str(args.rounds),
                         str(out)], check=True, cwd=REPO)
         sut[name] = json.loads(out.read_text())
-    peaks.append(peak.measure_env())
-    fp32 = [peak.peak_for(p, "fp32")[1] for p in peaks]
+    peaks.append(measure_env())
+    fp32 = [peak_for(p, "fp32")[1] for p in peaks]
     gflops = record["utilisation"]["forward_gflops_per_image"]
     rows = []
     for name in args.runtimes.split(","):

@@ -1,4 +1,4 @@
-"""What the peak measurement costs a run: l40sbench.peak.measure_env timed in a fresh process, twice,
+"""What the peak measurement costs a run: l40sbench.peak.measure.measure_env timed in a fresh process, twice,
 with the float32 and bfloat16 peaks it found beside each time (docs/PERFORMANCE.md, section 16).
 
 Usage:
@@ -12,7 +12,7 @@ os.environ.pop("L40SBENCH_PEAK_FILE", None)  # measure, never read a kept peak
 
 import tensorflow as tf  # noqa: E402  (imported before the clock: every run has imported it by then)
 
-from l40sbench.peak import measure_env  # noqa: E402
+from l40sbench.peak.measure import measure_env  # noqa: E402
 
 tf.constant(0.0).numpy()  # the runtime started, as in a run
 for attempt in (1, 2):

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from l40sbench.core.text import format_duration
-from l40sbench.peak import rates
+from l40sbench.core.utilisation import rates
 
 HEADER = ("| base | input | total training | time per epoch | first epoch | steady (2..N) | epoch min / median / max "
           "| mean ms/image | images/s | p50 / p90 / p99 ms | accuracy | float32 matmul peak / conv GFLOP/s |")

@@ -67,12 +67,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="probe / bare-loop pairs per runtime")
     args = parser.parse_args()
 
-    from l40sbench import peak
     from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.classify.config import ClassifyConfig
     from l40sbench.classify.task import compiled_model, make_forward
     from l40sbench.core.stats import summarize
     from l40sbench.core.timing import probe_latency
+    from l40sbench.core.utilisation import peak_for
+    from l40sbench.peak.measure import measure_env
     from l40sbench.runtimes.export import export_keras
     from l40sbench.runtimes.forward import load
     from l40sbench.runtimes.measure import threads
@@ -92,9 +93,9 @@ def main() -> int:
     calls["openvino bf16"], precisions["openvino bf16"] = bf16.call, bf16.precision
 
     print("measuring the peak ...", file=sys.stderr)
-    device_peak = peak.measure_env()
-    _, fp32_peak = peak.peak_for(device_peak, "fp32")
-    _, bf16_peak = peak.peak_for(device_peak, "mixed_bfloat16")
+    device_peak = measure_env()
+    _, fp32_peak = peak_for(device_peak, "fp32")
+    _, bf16_peak = peak_for(device_peak, "mixed_bfloat16")
     images = [image[None] for image in
               np.random.default_rng(0).integers(0, 256, (args.images + 3, args.size, args.size, 3), dtype=np.uint8)]
     print("latency, each runtime alone in turn, rounds in rotation ...", file=sys.stderr)

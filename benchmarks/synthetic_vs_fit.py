@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 from l40sbench.core import child
-from l40sbench.peak import summary as peak_summary
+from l40sbench.core.utilisation import summary as peak_summary
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import StepSettings
 from l40sbench.synthetic.sweep import calibrate, run_job, with_utilisation

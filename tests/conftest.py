@@ -117,7 +117,7 @@ def assert_timing_wiring(result, wall_seconds, *, epochs, test_images, warmup=1)
 def assert_utilisation_wiring(result):
     """Utilisation is GFLOP per image x images/s over the peak of the run's precision."""
     from l40sbench.core.results import rate_epoch_seconds
-    from l40sbench.peak import peak_for
+    from l40sbench.core.utilisation import peak_for
 
     u, train = result["utilisation"], result["train"]
     assert (u["peak"], u["peak_gflops"]) == peak_for(result["env"]["peak"], result["config"]["precision"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from l40sbench import peak
+from l40sbench.core import utilisation
 from l40sbench.core.timing import time_batches
+from l40sbench.peak import cache, cpu, measure
 
 
 class DeviceTensor:
@@ -62,10 +63,10 @@ def test_a_batch_of_calls_has_one_sync_inside_the_clock_and_no_host_copy():
 
 def test_the_sweep_measures_every_size_and_the_best_one_twice():
     # Rates: 512 -> 100 GFLOP/s, 1024 -> 200, 2048 -> 204 (a small gain does not end the sweep), 4096 -> 150.
-    times = {n: peak.matmul_flop(n) / (rate * 1e9) for n, rate in ((512, 100.0), (1024, 200.0), (2048, 204.0),
+    times = {n: measure.matmul_flop(n) / (rate * 1e9) for n, rate in ((512, 100.0), (1024, 200.0), (2048, 204.0),
                                                                     (4096, 150.0))}
     device = FakeDevice(times)
-    result = peak.sweep_sizes(device.make_call, (512, 1024, 2048, 4096), "float32", samples=3,
+    result = measure.sweep_sizes(device.make_call, (512, 1024, 2048, 4096), "float32", samples=3,
                               clock=device.clock, sync=device.sync)
     assert result.gflops == pytest.approx(204.0) and result.matmul_n == 2048
     assert result.median_gflops == pytest.approx(204.0) and result.samples == 6
@@ -86,9 +87,9 @@ def test_a_slow_moment_at_the_best_size_does_not_set_the_peak():
     def call():
         device.queued += next(slow_then_normal)
 
-    result = peak.sweep_sizes(lambda _: call, (1000,), "float32", device_kind="GPU", samples=3,
+    result = measure.sweep_sizes(lambda _: call, (1000,), "float32", device_kind="GPU", samples=3,
                               clock=device.clock, sync=device.sync)
-    assert result.gflops == pytest.approx(peak.matmul_flop(1000) / 0.25 / 1e9)
+    assert result.gflops == pytest.approx(measure.matmul_flop(1000) / 0.25 / 1e9)
 
 
 def test_the_best_sample_is_the_peak_and_the_median_the_noise():
@@ -99,34 +100,34 @@ def test_the_best_sample_is_the_peak_and_the_median_the_noise():
         device.queued += next(durations)
 
     n = 1000
-    result = peak.sweep_sizes(lambda _: call, (n,), "float32", device_kind="GPU", samples=3,
+    result = measure.sweep_sizes(lambda _: call, (n,), "float32", device_kind="GPU", samples=3,
                               clock=device.clock, sync=device.sync)
     assert result.calls_per_sample == 1  # one call already outlasts a sample's 0.05 s
-    flop = peak.matmul_flop(n) / 1e9
+    flop = measure.matmul_flop(n) / 1e9
     assert result.gflops == pytest.approx(flop / 1.0)
     assert result.median_gflops == pytest.approx((flop / 4 + flop / 8) / 2)  # rates of 1, 2, 4, 8, 8, 8 s
 
 
 def test_each_precision_is_divided_by_its_own_peak():
     cpu = {"matmul": {"float32": {"gflops": 480.0}, "bfloat16": {"gflops": 850.0}}}
-    assert peak.peak_for(cpu, "fp32") == ("float32", 480.0)
-    assert peak.peak_for(cpu, "mixed_bfloat16") == ("bfloat16", 850.0)
-    assert peak.peak_for(cpu, "mixed_float16") == ("float32 (no float16 peak on this device)", 480.0)
+    assert utilisation.peak_for(cpu, "fp32") == ("float32", 480.0)
+    assert utilisation.peak_for(cpu, "mixed_bfloat16") == ("bfloat16", 850.0)
+    assert utilisation.peak_for(cpu, "mixed_float16") == ("float32 (no float16 peak on this device)", 480.0)
     gpu = {"matmul": {"float32": {"gflops": 60e3}, "tf32": {"gflops": 400e3}, "float16": {"gflops": 800e3}},
            "tf32_enabled": True}
-    assert peak.peak_for(gpu, "fp32") == ("tf32", 400e3)
-    assert peak.peak_for({**gpu, "tf32_enabled": False}, "fp32") == ("float32", 60e3)
-    assert peak.peak_for(gpu, "mixed_float16") == ("float16", 800e3)
-    assert peak.peak_for(None, "fp32") == (None, None)
-    assert peak.utilisation(240.0, 480.0) == pytest.approx(0.5)
-    assert peak.utilisation(None, 480.0) is None
+    assert utilisation.peak_for(gpu, "fp32") == ("tf32", 400e3)
+    assert utilisation.peak_for({**gpu, "tf32_enabled": False}, "fp32") == ("float32", 60e3)
+    assert utilisation.peak_for(gpu, "mixed_float16") == ("float16", 800e3)
+    assert utilisation.peak_for(None, "fp32") == (None, None)
+    assert utilisation.utilisation(240.0, 480.0) == pytest.approx(0.5)
+    assert utilisation.utilisation(None, 480.0) is None
 
 
 def test_precisions_follow_the_device():
-    assert peak.precisions("CPU", {"avx512f"}) == ("float32",)
-    assert peak.precisions("CPU", {"avx512f", "avx512_bf16"}) == ("float32", "bfloat16")
-    assert peak.precisions("CPU", {"amx_bf16"}) == ("float32", "bfloat16")
-    assert peak.precisions("GPU", set()) == ("float32", "tf32", "bfloat16", "float16")
+    assert measure.precisions("CPU", {"avx512f"}) == ("float32",)
+    assert measure.precisions("CPU", {"avx512f", "avx512_bf16"}) == ("float32", "bfloat16")
+    assert measure.precisions("CPU", {"amx_bf16"}) == ("float32", "bfloat16")
+    assert measure.precisions("GPU", set()) == ("float32", "tf32", "bfloat16", "float16")
 
 
 def _cpuinfo(family: int, model: int, name: str, cores: list[tuple[int, int]], flags="fma avx2 avx512f"):
@@ -139,26 +140,26 @@ def _cpuinfo(family: int, model: int, name: str, cores: list[tuple[int, int]], f
 def test_theoretical_peak_is_cores_times_clock_times_flop_per_cycle(tmp_path):
     freq = tmp_path / "cpuinfo_max_freq"
     freq.write_text("3700000\n")  # kHz
-    zen5 = peak.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0), (0, 1)]), cpufreq=freq)
+    zen5 = cpu.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0), (0, 1)]), cpufreq=freq)
     assert zen5.float32_gflops == pytest.approx(2 * 3.7 * 64)
     assert "2 cores x 3.70 GHz (cpufreq maximum) x 64 FLOP/cycle (Zen 5" in zen5.basis
     # two SMT siblings of one core have one core's FMA units
-    siblings = peak.theoretical_cpu_peak(_cpuinfo(25, 0x11, "AMD EPYC", [(0, 0), (0, 0)]), cpufreq=freq)
+    siblings = cpu.theoretical_cpu_peak(_cpuinfo(25, 0x11, "AMD EPYC", [(0, 0), (0, 0)]), cpufreq=freq)
     assert siblings.float32_gflops == pytest.approx(1 * 3.7 * 32)
-    unknown = peak.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0)]), cpufreq=tmp_path / "absent")
+    unknown = cpu.theoretical_cpu_peak(_cpuinfo(26, 2, "AMD EPYC", [(0, 0)]), cpufreq=tmp_path / "absent")
     assert unknown.float32_gflops is None and "no GHz in the model name 'AMD EPYC'" in unknown.basis
-    named = peak.theoretical_cpu_peak(_cpuinfo(23, 0x31, "AMD EPYC 7B12 @ 2.25GHz", [(0, 0)]),
+    named = cpu.theoretical_cpu_peak(_cpuinfo(23, 0x31, "AMD EPYC 7B12 @ 2.25GHz", [(0, 0)]),
                                       cpufreq=tmp_path / "absent")
     assert named.float32_gflops == pytest.approx(2.25 * 32) and "nominal" in named.basis
 
 
 def test_a_record_reports_measured_over_theoretical_and_old_records_still_give_rates():
-    kernel = peak.KernelPeak("float32", 400.0, 390.0, 2048, 3, 3, {"2048": 400.0})
-    record = peak.Peak("CPU", "AMD EPYC", (kernel,), 300.0, 290.0, peak.Theoretical(500.0, "basis")).to_dict()
+    kernel = measure.KernelPeak("float32", 400.0, 390.0, 2048, 3, 3, {"2048": 400.0})
+    record = measure.Peak("CPU", "AMD EPYC", (kernel,), 300.0, 290.0, cpu.Theoretical(500.0, "basis")).to_dict()
     assert record["float32_measured_over_theoretical"] == pytest.approx(0.8)
-    assert peak.rates({"peak": record}) == (400.0, 300.0)
-    assert peak.rates({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}}) == (207.0, 190.0)
-    assert peak.rates({}) == (None, None)
+    assert utilisation.rates({"peak": record}) == (400.0, 300.0)
+    assert utilisation.rates({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}}) == (207.0, 190.0)
+    assert utilisation.rates({}) == (None, None)
 
 
 def test_a_peak_file_is_measured_once_then_read_where_its_context_matches(tmp_path):
@@ -171,20 +172,20 @@ def test_a_peak_file_is_measured_once_then_read_where_its_context_matches(tmp_pa
         measured.append(context)
         return {"matmul": {"float32": {"gflops": 200.0 + len(measured)}}, **context}
 
-    first = peak.kept_or_measured(path, here, measure_now)
-    assert first["source"] == peak.SOURCE_MEASURED and len(measured) == 1 and path.is_file()
-    again = peak.kept_or_measured(path, here, measure_now)
+    first = cache.kept_or_measured(path, here, measure_now)
+    assert first["source"] == utilisation.SOURCE_MEASURED and len(measured) == 1 and path.is_file()
+    again = cache.kept_or_measured(path, here, measure_now)
     assert len(measured) == 1 and again["matmul"] == first["matmul"] and again["measured_utc"] == first["measured_utc"]
-    assert again["source"] == f"read from {path}" and "read from" in peak.summary({
+    assert again["source"] == f"read from {path}" and "read from" in utilisation.summary({
         **again, "conv_float32_gflops": 1.0})
     # Another thread count, host or device split is another context: measured, and the file kept as it was.
     for change in ({"intra_op_threads": 1}, {"host": "other"}, {"logical_devices": 2}):
         other = {**here, **change}
-        fresh = peak.kept_or_measured(path, other, lambda other=other: measure_now(other))
-        assert fresh["source"] == peak.SOURCE_MEASURED and fresh.items() >= change.items()
-    assert len(measured) == 4 and peak.kept_or_measured(path, here, measure_now)["matmul"] == first["matmul"]
+        fresh = cache.kept_or_measured(path, other, lambda other=other: measure_now(other))
+        assert fresh["source"] == utilisation.SOURCE_MEASURED and fresh.items() >= change.items()
+    assert len(measured) == 4 and cache.kept_or_measured(path, here, measure_now)["matmul"] == first["matmul"]
     # A file that does not parse is measured around and left alone; no variable, no file.
     path.write_text("{not json")
-    assert peak.kept_or_measured(path, here, measure_now)["source"] == peak.SOURCE_MEASURED
+    assert cache.kept_or_measured(path, here, measure_now)["source"] == utilisation.SOURCE_MEASURED
     assert path.read_text() == "{not json"
-    assert peak.kept_or_measured(None, here, measure_now)["source"] == peak.SOURCE_MEASURED
+    assert cache.kept_or_measured(None, here, measure_now)["source"] == utilisation.SOURCE_MEASURED

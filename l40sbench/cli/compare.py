@@ -30,7 +30,7 @@ def add(subparsers) -> None:
 
 def run(args) -> int:
     from l40sbench.core.text import format_table
-    from l40sbench.peak import rates as machine_rates
+    from l40sbench.core.utilisation import rates as machine_rates
     from l40sbench.report import compare
     from l40sbench.report.inputs import load_all, machine
 

@@ -188,7 +188,7 @@ class RunResult:
     inference: InferenceResult | None = None
     accuracy: dict = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
-    # achieved GFLOP/s over env.peak, training and inference (peak.run_utilisation)
+    # achieved GFLOP/s over env.peak, training and inference (core.utilisation.run_utilisation)
     utilisation: dict = field(default_factory=dict)
     # where training ran: device count and kind, strategy, batch per device and global batch, replicas in sync
     devices: dict = field(default_factory=dict)

@@ -10,13 +10,14 @@ import dataclasses
 
 import numpy as np
 
-from l40sbench import peak
 from l40sbench.core import env as env_mod
 from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.task import Flops, Log, Probe, Save
 from l40sbench.core.timing import EpochClock, Stopwatch
+from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
+from l40sbench.peak.measure import measure_env
 
 
 def one_device(ops):
@@ -31,7 +32,7 @@ def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainRes
                 inference_images_per_second: float | None) -> dict:
     """Training and inference FLOP/s over the peak of the run's precision."""
     epoch_seconds = train.rate_epoch_seconds
-    figures = peak.run_utilisation(
+    figures = run_utilisation(
         device_peak, precision, flops.forward_gflops,
         train_flops_per_forward=flops.train_flops_per_forward, train_convention=flops.train_convention,
         train_images_per_second=train_images_per_epoch / epoch_seconds if epoch_seconds else None,
@@ -63,7 +64,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     placement = placement or (place_for(config) if on_tensorflow else one_device(ops))
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
     sync = ops.sync()
-    env = {**env_mod.fingerprint(backends.facts()), "peak": peak.measure_env(sync=sync, log=log, backend=config.backend)}
+    env = {**env_mod.fingerprint(backends.facts()), "peak": measure_env(sync=sync, log=log, backend=config.backend)}
     clock = EpochClock(sync=sync)
     wall = Stopwatch()
     wall_seconds: list[float] = []

@@ -37,7 +37,7 @@ def entry_key(entry: dict) -> tuple:
 
 def scenario_utilisation(samples_per_second: float | None, record: dict, precision: str) -> dict:
     """Achieved GFLOP/s (forward GFLOP per image x samples/s) over the peak of the precision that ran."""
-    from l40sbench.peak import peak_for, utilisation
+    from l40sbench.core.utilisation import peak_for, utilisation
 
     per_image = (record.get("utilisation") or {}).get("forward_gflops_per_image")
     run_precision = {"fp32": "fp32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}.get(precision, "fp32")

@@ -21,7 +21,7 @@ def _calibration(figures: dict | None) -> str:
 
 def _machine_rate_row(env: dict) -> tuple[str, str]:
     """The measured peak; an older record's calibration where it has no peak."""
-    from l40sbench.peak import measured_in_this_run, summary
+    from l40sbench.core.utilisation import measured_in_this_run, summary
 
     if not env.get("peak") and env.get("calibration"):
         return "Calibration (same run)", _calibration(env["calibration"])

@@ -22,8 +22,8 @@ from pathlib import Path
 from l40sbench.core import child
 from l40sbench.core.env import gpu_models
 from l40sbench.core.records import SCHEMA, to_json, write_atomic
+from l40sbench.core.utilisation import peak_for, utilisation
 from l40sbench.errors import UserError
-from l40sbench.peak import peak_for, utilisation
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import Job, Row, failed_row
 from l40sbench.synthetic.worker import ROW_MARKER

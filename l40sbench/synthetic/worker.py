@@ -237,7 +237,7 @@ def calibrate_main() -> dict:
     """The device's peak per precision (and the conv rate) plus the environment, for the sweep's header."""
     from l40sbench.backends import facts, load
     from l40sbench.core.env import fingerprint
-    from l40sbench.peak import measure_env
+    from l40sbench.peak.measure import measure_env
 
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     device_peak = measure_env(sync=load(backend).sync(), backend=backend)

@@ -86,7 +86,7 @@ def run_pedantic(benchmark, target: Callable, references: References, rounds: in
     benchmark.pedantic(slowed(target), args=args, setup=references, rounds=rounds,
                        warmup_rounds=references.warmup_rounds)
     if not benchmark.disabled and "conv" in references.calls:  # the machine's rate beside the figure
-        from l40sbench.peak import CONV_FLOP
+        from l40sbench.peak.measure import CONV_FLOP
 
         benchmark.extra_info["calibration_conv_gflops"] = CONV_FLOP / references.median("conv") / 1e9
 
