@@ -3,7 +3,7 @@
 Behind docs/PERFORMANCE.md section 11. For each model (default resnet50 and
 vgg16) at batch 32, each round runs, one after another, each in a fresh
 process as the sweep runs them:
-  - the sweep's own configuration (l40sbench.synthetic.sweep.run_job: the
+  - the sweep's own configuration (l40sbench.synthetic.children.run_job: the
     child worker, MirroredStrategy over 1 device, per-step clock);
   - a plain `model.fit` of the same registry model on tensors already in memory
     (compile with SGD; one epoch of warm-up + timed steps, each step timed by
@@ -32,9 +32,10 @@ from pathlib import Path
 
 from l40sbench.core import child
 from l40sbench.core.utilisation import summary as peak_summary
+from l40sbench.synthetic.children import measure_peak, run_job
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import StepSettings
-from l40sbench.synthetic.sweep import calibrate, run_job, with_utilisation
+from l40sbench.synthetic.sweep import with_utilisation
 from l40sbench.synthetic.worker import ROW_MARKER
 
 FIT_CHILD = """
@@ -88,7 +89,7 @@ def main() -> int:
     models = args.models.split(",")
     settings = StepSettings(warmup_steps=args.warmup, steps=args.steps)
     config = SweepConfig(models=tuple(models), batch_sizes=(args.batch,), settings=settings, output_dir=Path("."))
-    state = calibrate(config, log=lambda m: print(m, file=sys.stderr, flush=True))
+    state = measure_peak(config, log=lambda m: print(m, file=sys.stderr, flush=True))
     print(f"peak at start: {peak_summary(state['peak'])}; CPU {state['env']['cpu']}", flush=True)
     figures: dict = {m: {"sweep": [], "fit": [], "util": [], "sweep2": [], "infer": [], "infer_util": []}
                      for m in models}

@@ -189,8 +189,12 @@ def test_environment_block_prints_the_peak_of_the_run_and_an_old_calibration():
     block = environment_block({"peak": peak, "devices": []})
     assert ("Peak (same run)             : matmul float32 480.0, bfloat16 850.0 GFLOP/s; 3x3 conv float32 "
             "430.0 GFLOP/s; float32 80 % of theoretical 600 GFLOP/s") in block
-    old = environment_block({"calibration": {"matmul_gflops": 151.04, "conv_gflops": 197.96}, "devices": []})
-    assert "Calibration (same run)      : float32 matmul 151.0 GFLOP/s, 3x3 conv 198.0 GFLOP/s" in old
+    # an older record's calibration, brought to today's shape where records are read
+    from l40sbench.core.migrate import upgrade_env
+
+    old = environment_block(upgrade_env({"calibration": {"matmul_gflops": 151.04, "conv_gflops": 197.96}, "devices": []}))
+    assert ("Peak (same run)             : matmul float32 151.0 GFLOP/s; 3x3 conv float32 198.0 GFLOP/s; "
+            "theoretical unknown: an older record's calibration") in old
     assert "Peak (same run)             : -" in environment_block({"devices": []})
 
 
@@ -205,3 +209,29 @@ def test_atomic_writes_get_the_mode_of_any_new_file(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "result.json").stat().st_mode & 0o777 == (tmp_path / "plot.png").stat().st_mode & 0o777 == 0o644
+
+
+def test_older_records_are_upgraded_in_one_step_where_they_are_read(tmp_path):
+    """A record of an earlier version (env.calibration, no backend) reads as today's; a study's keeps no backend."""
+    import json
+
+    from l40sbench.core.migrate import upgrade
+    from l40sbench.core.records import SCHEMA, read_result_file
+    from l40sbench.report.inputs import backend
+
+    old = {"schema": SCHEMA, "task": "classify", "base": "vgg19", "config": {"epochs": 1},
+           "env": {"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}},
+           "train": {"epochs": 1, "epoch_seconds": [3.0], "total_seconds": 3.0, "first_epoch_seconds": 3.0,
+                     "steady_epoch_seconds": None}, "accuracy": {}, "inference": None}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(old))
+    (record,) = read_result_file(path)
+    assert record["config"]["backend"] == "tensorflow" and record["env"]["backend"] == "tensorflow"
+    assert record["env"]["peak"]["matmul"]["float32"]["gflops"] == 207.0
+    assert record["env"]["peak"]["conv_float32_gflops"] == 190.0
+    assert json.loads(path.read_text()) == old  # read, never rewritten
+    sweep = upgrade({"task": "synthetic", "config": {"settings": {}}, "env": {}, "rows": []})
+    assert sweep["config"]["settings"]["backend"] == "tensorflow"
+    study = upgrade({**old, "source": "the French study", "config": {}})
+    assert "backend" not in study["config"] and backend(study) is None
+    assert upgrade(record) == record  # today's shape is left as it is

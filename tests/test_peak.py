@@ -158,7 +158,9 @@ def test_a_record_reports_measured_over_theoretical_and_old_records_still_give_r
     record = measure.Peak("CPU", "AMD EPYC", (kernel,), 300.0, 290.0, cpu.Theoretical(500.0, "basis")).to_dict()
     assert record["float32_measured_over_theoretical"] == pytest.approx(0.8)
     assert utilisation.rates({"peak": record}) == (400.0, 300.0)
-    assert utilisation.rates({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}}) == (207.0, 190.0)
+    from l40sbench.core.migrate import upgrade_env
+
+    assert utilisation.rates(upgrade_env({"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}})) == (207.0, 190.0)
     assert utilisation.rates({}) == (None, None)
 
 

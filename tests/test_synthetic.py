@@ -9,8 +9,9 @@ from l40sbench.core import child
 from l40sbench.core.stats import step_throughput
 from l40sbench.synthetic import tables
 from l40sbench.synthetic.job import Row
+from l40sbench.synthetic.maxbatch import bisect_largest
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
-from l40sbench.synthetic.sweep import _bisect_largest, with_scaling, with_utilisation
+from l40sbench.synthetic.sweep import with_scaling, with_utilisation
 
 
 def _conv(k, c_in, c_out, kw=None):
@@ -103,9 +104,11 @@ def test_scaling_efficiency_and_utilisation():
     # a mixed_bfloat16 row is divided by the bfloat16 peak and says so
     bf16 = with_utilisation(dataclasses.replace(_row(tflops=0.25), precision="mixed_bfloat16"), state)
     assert bf16.utilisation == pytest.approx(0.25) and bf16.utilisation_peak == "bfloat16"
-    # a sweep folder begun before peaks existed: its calibration matmul, named as such
-    old = with_utilisation(_row(tflops=0.25), {"calibration": {"matmul_gflops": 500.0}})
-    assert old.utilisation == pytest.approx(0.5) and "older sweep" in old.utilisation_peak
+    # a sweep folder begun before peaks existed: its calibration matmul, as its sweep.json is read
+    from l40sbench.core.migrate import upgrade_state
+
+    old = with_utilisation(_row(tflops=0.25), upgrade_state({"env": {}, "calibration": {"matmul_gflops": 500.0}}))
+    assert old.utilisation == pytest.approx(0.5) and old.utilisation_peak == "float32"
 
 
 @pytest.mark.parametrize("largest", [None, 1, 5, 8, 9, 31, 64, 100, 1000])
@@ -116,7 +119,7 @@ def test_bisection_finds_the_largest_batch_that_fits(largest):
         tried.append(batch)
         return largest is not None and batch <= largest
 
-    assert _bisect_largest(fits, 8) == largest
+    assert bisect_largest(fits, 8) == largest
     assert len(tried) == len(set(tried)) and len(tried) <= 2 * 11
 
 
@@ -215,16 +218,16 @@ def test_a_row_the_child_printed_is_kept_when_its_teardown_fails(monkeypatch, ti
     """TensorFlow can hang or grow while it shuts down, after the row was measured and printed."""
     import json
 
-    from l40sbench.synthetic import sweep
+    from l40sbench.synthetic import children
     from l40sbench.synthetic.config import SweepConfig
     from l40sbench.synthetic.worker import ROW_MARKER
 
     measured = _row(rate=42.0)
     outcome = child.Outcome(-9, ROW_MARKER + json.dumps(measured.to_dict()) + "\n", "", 5.0, timed_out, over_memory,
                             900.0, "watchdog")
-    monkeypatch.setattr(sweep.child, "run", lambda *args, **kwargs: outcome)
+    monkeypatch.setattr(children.child, "run", lambda *args, **kwargs: outcome)
     config = SweepConfig(models=("lenet",), batch_sizes=(8,), timeout_s=1.0)
-    row = sweep.run_job(config.job("lenet", 8, 1), config, gpu=False)
+    row = children.run_job(config.job("lenet", 8, 1), config, gpu=False)
     assert row.status == "ok" and row.images_per_second == 42.0
     assert row.extra["after_its_row"] == ("passed --timeout" if timed_out else "passed the memory cap")
 

@@ -101,7 +101,7 @@ def run(args) -> int:
         if given or args.output_dir is not None:
             raise UserError(f"--resume takes its settings from {args.resume}/sweep.json; drop "
                             f"{', '.join(given + (['--output-dir'] if args.output_dir else []))}")
-        from l40sbench.synthetic.sweep import SWEEP_FILE, read_state
+        from l40sbench.synthetic.store import SWEEP_FILE, read_state
 
         saved = read_state(args.resume)["config"]
         try:
@@ -128,19 +128,19 @@ def run(args) -> int:
 
 def _run_sweep(config, resume: bool) -> int:
     from l40sbench.report.tables import environment_block
-    from l40sbench.synthetic import sweep, tables
+    from l40sbench.synthetic import store, sweep, tables
 
     written: dict = {}
 
     def on_result(result) -> None:
-        written["path"] = sweep.write_outputs(config.output_dir, result, environment_block)
+        written["path"] = store.write_outputs(config.output_dir, result, environment_block)
 
     try:
         with output_dir_for(config.output_dir) if config.is_chief else contextlib.nullcontext():
             result = sweep.run_sweep(config, log=log, resume=resume, on_result=on_result).to_dict()
     except KeyboardInterrupt:
-        kept = len(sweep.load_rows(config.output_dir)) if config.is_chief else 0
-        log(f"interrupted: {kept} finished configuration(s) kept in {config.output_dir / sweep.ROWS_FILE}; "
+        kept = len(store.load_rows(config.output_dir)) if config.is_chief else 0
+        log(f"interrupted: {kept} finished configuration(s) kept in {config.output_dir / store.ROWS_FILE}; "
              f"`l40sbench synthetic --resume {config.output_dir}` runs the rest")
         return EXIT_INTERRUPTED
     if not config.is_chief:

@@ -92,11 +92,12 @@ def _is_record(value) -> bool:
 
 
 def read_result_file(path: Path) -> list[dict]:
-    """The record(s) in one JSON file, each checked against the schema.
+    """The record(s) in one JSON file, each brought to today's shape (core.migrate) and checked against the schema.
 
     Raises:
       UserError: unreadable, not JSON, or not l40sbench results.
     """
+    from l40sbench.core.migrate import upgrade
     from l40sbench.core.schema import check_record
     from l40sbench.errors import UserError
 
@@ -107,6 +108,7 @@ def read_result_file(path: Path) -> list[dict]:
     records = value if isinstance(value, list) else [value]
     if not records or not all(_is_record(r) for r in records):
         raise UserError(f"{path} is not an l40sbench result (no l40sbench.result schema)")
+    records = [upgrade(r) for r in records]
     for index, record in enumerate(records):
         try:
             check_record(record)

@@ -82,8 +82,7 @@ def summary(peak: dict | None) -> str:
 
 
 def rates(env: dict) -> tuple[float | None, float | None]:
-    """(float32 matmul GFLOP/s, conv GFLOP/s) of a record: env.peak, or an older record's env.calibration."""
-    if env.get("peak"):
-        return env["peak"]["matmul"]["float32"]["gflops"], env["peak"]["conv_float32_gflops"]
-    old = env.get("calibration") or {}
-    return old.get("matmul_gflops"), old.get("conv_gflops")
+    """(float32 matmul GFLOP/s, conv GFLOP/s) of a record's env.peak; (None, None) without one."""
+    if not env.get("peak"):
+        return None, None
+    return env["peak"]["matmul"]["float32"]["gflops"], env["peak"]["conv_float32_gflops"]

@@ -46,7 +46,7 @@ def model_path(run_dir: Path, record: dict) -> Path:
     Raises:
       UserError: the run was fine-tuned off tensorflow, or its folder holds no model.
     """
-    backend = (record.get("config") or {}).get("backend", "tensorflow")
+    backend = record["config"]["backend"]
     if backend != "tensorflow":
         raise UserError(f"{run_dir} was fine-tuned on {backend}: infer times models trained on the tensorflow "
                         "backend (the other runtimes take them through TensorFlow's exporters)")

@@ -28,7 +28,7 @@ def kept_or_measured(path: Path | None, context: dict, measure_now: Callable[[],
     """
     kept = _read_json(path) if path is not None else None
     if kept is not None:
-        kept = {"backend": "tensorflow", **kept}  # kept before the backend was recorded: TensorFlow measured it
+        kept = {"backend": "tensorflow", **kept}  # a file that names no backend holds TensorFlow's kernels' peak
     if kept is not None and all(kept.get(key) == value for key, value in context.items()) and "matmul" in kept:
         return {**kept, "source": f"{SOURCE_FILE} {path}"}
     peak = {**measure_now(), "source": SOURCE_MEASURED,

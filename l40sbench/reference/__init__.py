@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+from l40sbench.core.migrate import upgrade
+
 REFERENCES = {"l40s": "l40s.json", "leadergpu-2017": "leadergpu_2017.json"}
 
 
 def load(name: str) -> list[dict]:
-    """The records of one reference; KeyError for an unknown name."""
+    """The records of one reference, as any record is read (core.migrate); KeyError for an unknown name."""
     text = resources.files(__package__).joinpath(REFERENCES[name]).read_text(encoding="utf-8")
-    return json.loads(text)
+    return [upgrade(record) for record in json.loads(text)]

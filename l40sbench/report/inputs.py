@@ -81,13 +81,12 @@ def machine(record: dict) -> str:
 
 
 def backend(record: dict) -> str | None:
-    """The Keras backend a record computed on: its config's (a sweep's settings'), else its environment's;
-    tensorflow for the suite's records from before other backends; None for a study's (unknown, matches any)."""
+    """The Keras backend a record computed on: its config's (a sweep's settings'); None for a study's
+    reference record (unknown, matches any)."""
+    if record.get("source"):
+        return None
     config = record.get("config") or {}
-    name = config.get("backend") or (config.get("settings") or {}).get("backend") or (record.get("env") or {}).get("backend")
-    if name:
-        return name
-    return None if record.get("source") else "tensorflow"
+    return config.get("backend") or (config.get("settings") or {}).get("backend")
 
 
 def replicas(record: dict) -> int:

@@ -12,19 +12,10 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _calibration(figures: dict | None) -> str:
-    if not figures:
-        return "-"
-    return (f"float32 matmul {figures['matmul_gflops']:.1f} GFLOP/s, "
-            f"3x3 conv {figures['conv_gflops']:.1f} GFLOP/s")
-
-
 def _machine_rate_row(env: dict) -> tuple[str, str]:
-    """The measured peak; an older record's calibration where it has no peak."""
+    """The measured peak, and whether this run measured it."""
     from l40sbench.core.utilisation import measured_in_this_run, summary
 
-    if not env.get("peak") and env.get("calibration"):
-        return "Calibration (same run)", _calibration(env["calibration"])
     peak = env.get("peak") or {}
     return ("Peak (same run)" if measured_in_this_run(peak) else "Peak (earlier, this device)"), summary(peak)
 
@@ -48,8 +39,8 @@ def environment_block(env: dict) -> str:
 
 
 def backend_label(env: dict) -> str:
-    """"jax 0.10.2 (jaxlib 0.10.2)"; records from before backends were recorded ran on TensorFlow."""
-    name = env.get("backend") or "tensorflow"
+    """"jax 0.10.2 (jaxlib 0.10.2)"."""
+    name = env.get("backend") or "-"
     return f"{name} {env.get('backend_version') or env.get(name) or ''}".strip()
 
 

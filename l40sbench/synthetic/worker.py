@@ -1,6 +1,6 @@
 """The child process of a sweep: measures one configuration and prints its row.
 
-Run as `python -m l40sbench.synthetic.worker JOB_JSON` (or `--calibrate`, or
+Run as `python -m l40sbench.synthetic.worker JOB_JSON` (or `--measure-peak`, or
 `--fingerprint` for the environment alone). The
 last stdout line starting with ROW_MARKER carries the JSON result. A crash or
 an out-of-memory here ends this process only; the parent records it.
@@ -233,7 +233,7 @@ def _device_kind(backend: str) -> str:
     return "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
 
 
-def calibrate_main() -> dict:
+def measure_peak_main() -> dict:
     """The device's peak per precision (and the conv rate) plus the environment, for the sweep's header."""
     from l40sbench.backends import facts, load
     from l40sbench.core.env import fingerprint
@@ -246,8 +246,8 @@ def calibrate_main() -> dict:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if argv[:1] == ["--calibrate"]:
-        result = calibrate_main()
+    if argv[:1] == ["--measure-peak"]:
+        result = measure_peak_main()
     elif argv[:1] == ["--fingerprint"]:
         from l40sbench.backends import facts, load
         from l40sbench.core.env import fingerprint

@@ -1,0 +1,49 @@
+"""Records written by earlier versions of the suite, brought to today's shape in one step where they are read
+(core.records.read_result_file, reference.load, and a sweep's sweep.json on --resume); no other module reads an older shape.
+
+- env.calibration (a float32 matmul and a 3x3 conv rate, before the peak per precision was measured) becomes
+  an env.peak holding those two figures, its theoretical basis saying where they come from;
+- a record of the suite's without a Keras backend ran on TensorFlow, the only backend of those versions; so
+  did the studies (Keras on TensorFlow, the TF Object Detection API), whose reference records (they name
+  their `source`) get it in their environment only: their config names none, so they match any backend.
+"""
+
+from __future__ import annotations
+
+from l40sbench.core.utilisation import SOURCE_MEASURED
+
+CALIBRATION_BASIS = "unknown: an older record's calibration (a float32 matmul and a 3x3 conv rate only)"
+DEFAULT_BACKEND = "tensorflow"
+
+
+def upgrade(record: dict) -> dict:
+    """`record` in today's shape (a new dict; the one given is not changed)."""
+    record = dict(record)
+    env = upgrade_env(record.get("env") or {})
+    if record.get("source"):
+        return {**record, "env": {"backend": DEFAULT_BACKEND, **env}} if "env" in record else record
+    config = dict(record.get("config") or {})
+    if record.get("task") == "synthetic":
+        config["settings"] = {"backend": DEFAULT_BACKEND, **(config.get("settings") or {})}
+    else:
+        config.setdefault("backend", DEFAULT_BACKEND)
+    return {**record, "config": config, "env": {"backend": DEFAULT_BACKEND, **env}}
+
+
+def upgrade_state(state: dict) -> dict:
+    """A sweep's sweep.json in today's shape: the peak beside its settings and in its environment."""
+    env = upgrade_env(state.get("env") or {})
+    peak = state.get("peak") or env.get("peak") or upgrade_env(state).get("peak")
+    return {**state, "env": env, **({"peak": peak} if peak else {})}
+
+
+def upgrade_env(env: dict) -> dict:
+    """An environment block with env.peak, made from its calibration where it has only that."""
+    old = env.get("calibration")
+    if env.get("peak") or not old:
+        return env
+    peak = {"matmul": {"float32": {"precision": "float32", "gflops": old.get("matmul_gflops")}},
+            "conv_float32_gflops": old.get("conv_gflops"), "theoretical_float32_gflops": None,
+            "theoretical_basis": CALIBRATION_BASIS, "float32_measured_over_theoretical": None,
+            "source": SOURCE_MEASURED}
+    return {**env, "peak": peak}
