@@ -11,7 +11,6 @@ exactly as folder data does. tensorflow_datasets is imported only here.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -183,7 +182,7 @@ def examples(builder, split: str, image_key: str) -> Iterator[dict]:
     return iter(tfds.as_numpy(dataset))
 
 
-def _content_key(*parts) -> str:
+def content_key(*parts) -> str:
     import hashlib
 
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
@@ -196,7 +195,7 @@ def load_classification(ref: TfdsRef, image_size: int, *, limit: int | None, str
     The cache key is the set's name, version and splits, the features taken, the size and the
     limit, so a second run reads neither TFDS nor a single image again.
     """
-    from l40sbench.data import folders as data_mod
+    from l40sbench.data import folders
 
     builder = open_builder(ref, log)
     splits = resolve_splits(builder, ref)
@@ -204,7 +203,7 @@ def load_classification(ref: TfdsRef, image_size: int, *, limit: int | None, str
     if limit is not None and limit // len(classes) < 1:
         raise UserError(f"--limit {limit} is smaller than the number of classes ({len(classes)})")
     per_class = None if limit is None else limit // len(classes)
-    key = _content_key(data_mod.DECODER_VERSION, ref.name, str(builder.info.version), splits, image_key, label_key,
+    key = content_key(folders.DECODER_VERSION, ref.name, str(builder.info.version), splits, image_key, label_key,
                        image_size, per_class)
     cache_path = None if cache_dir is None else Path(cache_dir) / f"classify-tfds-{key}.npz"
 
@@ -223,106 +222,14 @@ def load_classification(ref: TfdsRef, image_size: int, *, limit: int | None, str
     def make():
         log(f"decoding TFDS {ref.spec} splits {splits[0]}, {splits[1]} at {image_size}x{image_size} "
             f"(cached for later runs) ...")
-        images = data_mod.decode_items(classes, {"train": items(splits[0]), "test": items(splits[1])}, image_size,
+        images = folders.decode_items(classes, {"train": items(splits[0]), "test": items(splits[1])}, image_size,
                                        strict=strict, log=log)
-        for split in data_mod.SPLITS:
+        for split in folders.SPLITS:
             if not images.y[split].size:
-                raise UserError(f"TFDS set {ref.spec}: no readable images in split {splits[data_mod.SPLITS.index(split)]}")
+                raise UserError(f"TFDS set {ref.spec}: no readable images in split {splits[folders.SPLITS.index(split)]}")
         return images
 
-    return data_mod.cached_images(cache_path, make, strict=strict, log=log), source_label(builder, ref, splits)
-
-
-@dataclass(frozen=True)
-class DetectionData:
-    """What detect reads from a TFDS set: the VOC path's annotations and what was left out."""
-
-    train: list
-    test: list
-    classes: tuple[str, ...]
-    source: str
-    skipped_files: tuple[str, ...]
-    dropped: dict[str, int]  # images per split without an object of the selected classes
-
-
-def _materialise(builder, ref: TfdsRef, split: str, image_key: str, names, folder: Path, strict: bool,
-                 log: Log) -> tuple[list, list[str]]:
-    """Writes the split's encoded images under folder (once) and returns (VocImage list, skipped), all classes."""
-    import json
-
-    from l40sbench.core.records import write_atomic
-    from l40sbench.data.images import decode_rgb
-    from l40sbench.data.voc import VocImage, VocObject
-
-    tag = re.sub(r"[^A-Za-z0-9]+", "_", split)
-    index_path = folder / f"{tag}.json"
-    if not index_path.is_file():
-        entries, skipped = [], []
-        folder.mkdir(parents=True, exist_ok=True)
-        for number, example in enumerate(examples(builder, split, image_key)):
-            data = bytes(example[image_key])
-            rgb = decode_rgb(data)
-            where = f"tfds:{ref.name} {split} #{number}"
-            if rgb is None:
-                skipped.append(where)
-                continue
-            path = folder / f"{tag}-{number:06d}.img"
-            path.write_bytes(data)
-            height, width = rgb.shape[:2]
-            boxes = [[float(v) for v in box] for box in example["objects"]["bbox"]]
-            entries.append({"file": path.name, "width": width, "height": height,
-                            "objects": [[names[int(label)], *box]
-                                        for label, box in zip(example["objects"]["label"], boxes)]})
-        write_atomic(index_path, json.dumps({"entries": entries, "skipped": skipped}))
-    index = json.loads(index_path.read_text())
-    if index["skipped"] and strict:
-        raise UserError(f"unreadable image (--strict): {index['skipped'][0]}")
-    for where in index["skipped"]:
-        log(f"warning: skipping unreadable image {where}")
-    annotations = []
-    for entry in index["entries"]:
-        width, height = entry["width"], entry["height"]
-        objects = tuple(VocObject(name, xmin * width, ymin * height, xmax * width, ymax * height)
-                        for name, ymin, xmin, ymax, xmax in entry["objects"]  # TFDS boxes: normalised y, x
-                        if (xmax - xmin) * width >= 1 and (ymax - ymin) * height >= 1)  # as VOC drops degenerate ones
-        annotations.append(VocImage(folder / entry["file"], width, height, objects))
-    return annotations, index["skipped"]
-
-
-def load_detection(ref: TfdsRef, classes: tuple[str, ...] | None, *, strict: bool, cache_dir: Path, log: Log):
-    """The VOC path's annotations from a set with objects/bbox and objects/label.
-
-    The encoded images are written once under the cache (key: name, version, splits), so the
-    rest of detect (TFRecords, Model Garden's parser, the serving probe) reads files as for VOC.
-    With `classes`, other objects are dropped, then images left without an object, and counted.
-    """
-    from dataclasses import replace
-
-    builder = open_builder(ref, log)
-    splits = resolve_splits(builder, ref)
-    image_key, names = detection_features(builder)
-    unknown = sorted(set(classes or ()) - set(names))
-    if unknown:
-        raise UserError(f"--classes {unknown} not in TFDS set {ref.spec} (its classes: {list(names)})")
-    selected = tuple(classes) if classes else tuple(names)
-    folder = Path(cache_dir) / f"detect-tfds-{_content_key(ref.name, str(builder.info.version), splits, image_key)}"
-    out: dict[str, list] = {}
-    dropped: dict[str, int] = {}
-    skipped: list[str] = []
-    for role, split in zip(("train", "test"), splits):
-        log(f"reading TFDS {ref.spec} split {split} ...")
-        annotations, unreadable = _materialise(builder, ref, split, image_key, names, folder, strict, log)
-        skipped += unreadable
-        kept = [replace(a, objects=tuple(o for o in a.objects if o.name in selected)) for a in annotations]
-        out[role] = [a for a in kept if a.objects]
-        dropped[role] = len(kept) - len(out[role])
-        if not out[role]:
-            raise UserError(f"TFDS set {ref.spec} split {split}: no image with an object of {list(selected)}")
-    if any(dropped.values()):
-        log(f"dropped images without an object of {list(selected)}: train {dropped['train']}, test {dropped['test']}")
-    used = tuple(c for c in selected if any(o.name == c for a in out["train"] + out["test"] for o in a.objects))
-    return DetectionData(out["train"], out["test"], tuple(classes) if classes else used,
-                         source_label(builder, ref, splits), tuple(skipped), dropped)
+    return folders.cached_images(cache_path, make, strict=strict, log=log), source_label(builder, ref, splits)
 
 
 def split_counts(builder, splits: tuple[str, str], task: str):

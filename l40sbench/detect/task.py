@@ -14,20 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
-from l40sbench import paths
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.task import Built, Data, Flops, Log, Probe
 from l40sbench.core.timing import probe_interleaved, probe_latency
-from l40sbench.data import tfds_source, voc
+from l40sbench.data import voc
 from l40sbench.data.images import decode_rgb
 from l40sbench.detect import garden
 from l40sbench.detect import runtimes as det_runtimes
 from l40sbench.detect.bases import DETECTORS
 from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
+from l40sbench.detect.data import load_annotations
 from l40sbench.detect.evaluate import coco_ground_truth, evaluate
 from l40sbench.detect.runtimes import coco_detections
-from l40sbench.detect.standin import ensure_standin, standin_path
 from l40sbench.errors import UserError
 from l40sbench.runtimes.child import stack_outputs
 
@@ -61,39 +60,6 @@ class Trainer:
     metrics: list
     steps_per_epoch: int
     components: dict  # metric name -> its value per epoch (the record's notes hold it)
-
-
-def load_annotations(config: DetectConfig, log: Log):
-    """(train, test, classes, source, skipped files, images dropped per split) from --data (a VOC folder or
-    a TFDS set) or the stand-in, --limit applied."""
-    if tfds_source.is_tfds(config.data):
-        ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
-        got = tfds_source.load_detection(ref, config.classes, strict=config.strict, cache_dir=paths.cache_dir(),
-                                         log=log)
-        return (spread(got.train, config.limit), spread(got.test, config.limit), got.classes, got.source,
-                got.skipped_files, got.dropped)
-    if config.data is None:
-        root = ensure_standin(standin_path())
-        log(f"data: generated stand-in for Kaggle 'Fruit Images for Object Detection' at {root} (not the real set)")
-        source = "stand-in"
-    else:
-        root, source = Path(config.data), str(Path(config.data).resolve())
-        if not root.is_dir():
-            raise UserError(f"data directory not found: {root}")
-    train, skipped_train = voc.load_split(root, "train", config.classes, log, config.strict)
-    test, skipped_test = voc.load_split(root, "test", config.classes, log, config.strict)
-    classes = config.classes or voc.class_names(train + test)
-    if not classes:
-        raise UserError(f"no objects in the annotations under {root}")
-    return (spread(train, config.limit), spread(test, config.limit), tuple(classes), source,
-            tuple(skipped_train + skipped_test), {})
-
-
-def spread(annotations: list, limit: int | None) -> list:
-    """At most `limit` images, evenly spaced over the sorted files so every kind is kept."""
-    if limit is None or limit >= len(annotations):
-        return annotations
-    return [annotations[i * len(annotations) // limit] for i in range(limit)]
 
 
 def _check_checkpoint(path: str | None) -> None:

@@ -3,7 +3,12 @@
 The tables below are copied verbatim from the seed articles (the L40S study's
 Markdown tables; the LeaderGPU study's tab-separated ones), so what ships can
 be read against them. `python -m l40sbench.reference.transcribe` writes the
-JSON; a test checks that the JSON is what this module makes.
+JSON; a test checks that the JSON is what this module makes. Each record is built
+through the result dataclasses a run writes (RunResult, SweepResult), plus the
+two fields only a study's record has: `machine` and `source`.
+
+Longer than 300 lines because the tables are the seed articles' own text; the
+code is the last hundred lines.
 
 How the LeaderGPU tables become rows (model, batch per GPU, GPUs):
 - a batch-size table ("Taille de lot", "Batch size") holds one GPU count, the
@@ -22,7 +27,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from l40sbench.core.records import SCHEMA, to_json
+from l40sbench.core.records import to_json
+from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
+from l40sbench.synthetic.sweep import SweepResult
 
 LEADERGPU_SOURCE = "LeaderGPU, tf_cnn_benchmarks results (French article, 2017): shared/seeds/leadergpu_tf_cnn_benchmarks_fr.txt"
 L40S_SOURCE = "L40S fine-tuning and inference study (Japanese article): shared/seeds/l40s_finetune_inference_ja.txt"
@@ -278,14 +285,14 @@ def leadergpu_records() -> list[dict]:
         devices = sorted({r["devices"] for r in rows})
         env = _gpu_env(gpu, max(devices), os_name, date, cuda="8.0", cudnn="5.1", instance=instance,
                        tensorflow="git b1e174e (tf_cnn_benchmarks 9165a70)")
-        records.append({
-            "schema": SCHEMA, "task": "synthetic", "base": "sweep", "complete": True, "machine": label,
-            "source": LEADERGPU_SOURCE, "env": env, "rows": rows, "max_batch": [], "notes": {},
-            "config": {"models": sorted({r["model"] for r in rows}),
-                       "batch_sizes": sorted({r["per_device_batch"] for r in rows}), "devices": devices,
-                       "settings": {"mode": "train", "precision": "fp32", "xla": False, "optimizer": "sgd",
-                                    "warmup_steps": None, "steps": None, "memory_limit_gb": None}},
-        })
+        sweep = SweepResult(
+            complete=True, env=env, rows=tuple(rows),
+            config={"models": sorted({r["model"] for r in rows}),
+                    "batch_sizes": sorted({r["per_device_batch"] for r in rows}), "devices": devices,
+                    "settings": {"mode": "train", "precision": "fp32", "xla": False, "optimizer": "sgd",
+                                 "warmup_steps": None, "steps": None, "memory_limit_gb": None}},
+        )
+        records.append({**sweep.to_dict(), "machine": label, "source": LEADERGPU_SOURCE})
     return records
 
 
@@ -306,26 +313,22 @@ def l40s_records() -> list[dict]:
         task = "detect" if name in L40S_DETECTORS else "classify"
         source, train_images, test_images, classes, epochs = L40S_DATASETS[task]
         _, images, mean_ms, fps = inference[name]
-        records.append({
-            "schema": SCHEMA, "task": task, "base": L40S_DETECTORS.get(name, name), "complete": True,
-            "machine": "NVIDIA L40S (study)", "source": L40S_SOURCE, "weights": "pretrained (ImageNet / COCO)",
-            "env": _gpu_env("NVIDIA L40S", 1, None, None, cuda=None, cudnn=None,
-                            tensorflow="TensorFlow v1 (Keras API / Object Detection API)"),
-            "config": {"epochs": epochs, "batch_size": 16, "image_size": None, "precision": None},
-            "dataset": {"source": source, "train_images": train_images, "test_images": test_images,
-                        "classes": classes, "skipped_files": []},
-            "train": {"epochs": epochs, "batch_size": 16, "epoch_seconds": [], "total_seconds": seconds(total),
-                      # the study timed its whole training: its total is a wall time
-                      "wall_seconds": seconds(total), "wall_seconds_at_epoch": [],
-                      "first_epoch_seconds": None, "steady_epoch_seconds": None, "loss_per_epoch": [],
-                      "test_metric": "", "test_metric_per_epoch": []},
-            "inference": {"batch_size": 1, "warmup_excluded": 1, "images_timed": int(images),
-                          "mean_ms": float(mean_ms.split()[0]), "images_per_second": float(fps.split()[0]),
-                          "p50_ms": None, "p90_ms": None, "p99_ms": None, "min_ms": None, "max_ms": None,
-                          "std_ms": None, "stages_mean_ms": {}, "times_ms": []},
-            "model": {}, "accuracy": {},
-            "notes": {"study_name": name, "study_time_per_epoch": per_epoch},
-        })
+        run = RunResult(
+            task=task, base=L40S_DETECTORS.get(name, name), complete=True,
+            config={"epochs": epochs, "batch_size": 16, "image_size": None, "precision": None},
+            env=_gpu_env("NVIDIA L40S", 1, None, None, cuda=None, cudnn=None,
+                         tensorflow="TensorFlow v1 (Keras API / Object Detection API)"),
+            dataset=DatasetInfo(source, train_images, test_images, classes),
+            # the study timed its whole training: its total is a wall time
+            train=TrainResult(epochs=epochs, batch_size=16, epoch_seconds=(), total_seconds=seconds(total),
+                              first_epoch_seconds=None, steady_epoch_seconds=None, wall_seconds=seconds(total)),
+            weights="pretrained (ImageNet / COCO)",
+            inference=InferenceResult(batch_size=1, warmup_excluded=1, images_timed=int(images),
+                                      mean_ms=float(mean_ms.split()[0]), images_per_second=float(fps.split()[0]),
+                                      p50_ms=None, p90_ms=None, p99_ms=None, min_ms=None, max_ms=None, std_ms=None),
+            notes={"study_name": name, "study_time_per_epoch": per_epoch},
+        )
+        records.append({**run.to_dict(), "machine": "NVIDIA L40S (study)", "source": L40S_SOURCE})
     return records
 
 

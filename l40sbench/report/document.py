@@ -14,8 +14,8 @@ from pathlib import Path
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.core.text import format_duration, markdown_table
-from l40sbench.report import plots
-from l40sbench.report.inputs import Loaded, backend, machine, machine_labels, replicas
+from l40sbench.report import plots, series
+from l40sbench.report.inputs import Loaded, machine_labels, replicas
 from l40sbench.report.tables import (
     CLOCK_PER_EPOCH,
     SCALING_HEADERS,
@@ -99,21 +99,16 @@ ACCURACY_COLUMNS = {
 def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
     title = TASK_TITLES[task]
     parts = [f"## {title}", "", "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
-    bars = [(r["base"], label, r["train"]["first_epoch_seconds"], r["train"]["steady_epoch_seconds"],
-             wall_epoch_seconds(r["train"]))
-            for label, r in runs if r["train"].get("epochs")]
+    bars = series.epoch_bars(runs)
     if bars:
         name = f"epoch_times_{task}.png"
         plots.epoch_bars(bars, out / name, f"{title}: time per epoch, first epoch against steady")
         parts += [f"![{title}: time per epoch]({name})", ""]
     parts += ["### Inference (one image at a time, warm-up excluded)", "", *_table(runs, INFERENCE_COLUMNS)]
-    series = [(f"{r['base']} — {label}", r["inference"]["times_ms"]) for label, r in runs
-              if (r.get("inference") or {}).get("times_ms")]
-    means = [(f"{r['base']} — {label}", r["inference"]["mean_ms"]) for label, r in runs
-             if not (r.get("inference") or {}).get("times_ms") and (r.get("inference") or {}).get("mean_ms")]
-    if series or means:
+    times, means = series.latencies(runs)
+    if times or means:
         name = f"latency_{task}.png"
-        plots.latency_cdf(series, means, out / name, f"{title}: per-image latency distribution")
+        plots.latency_cdf(times, means, out / name, f"{title}: per-image latency distribution")
         parts += [f"![{title}: per-image latency]({name})", ""]
         if means:
             parts += ["Dashed lines: records that published only a mean (no per-image times to draw).", ""]
@@ -128,11 +123,7 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
 
 def _scaling_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
     """Runs of a --devices list: their scaling table and epoch time against devices with the ideal line."""
-    groups: dict[str, list[dict]] = {}
-    for label, r in runs:
-        if r.get("scaling"):
-            groups.setdefault(f"{r['base']} — {label}", []).append(r)
-    groups = {name: records for name, records in groups.items() if len(records) > 1}
+    groups = series.scaling_groups(runs)
     if not groups:
         return []
     parts = ["### Scaling over devices", ""]
@@ -158,27 +149,14 @@ def _scenario_section(task: str, index: int, label: str, record: dict, out: Path
         parts += [f"- {reason}" for reason in reasons] + ([""] if reasons else [])
     server = [e for e in entries if e["scenario"] == "server"]
     if server:
-        series: dict[str, list] = {}
-        for e in server:
-            points = series.setdefault(f"{e['runtime']} b{e['settings'].get('batch', 1)}", [])
-            latency = e.get("latency_ms") or {}
-            if e.get("scheduled_samples_per_second") and latency.get("p99") is not None:
-                points.append((e["scheduled_samples_per_second"], latency.get("p50"), latency["p99"]))
-            points += [(step["qps"], step["p50_ms"], step["p99_ms"]) for step in (e.get("search") or {}).get("steps", ())
-                       if step.get("p99_ms") is not None]
         name = f"loadgen_server_{task}_{index}.png"
-        plots.latency_vs_load(series, server[0]["settings"].get("latency_bound_ms"), out / name,
+        plots.latency_vs_load(series.server_latency(server), server[0]["settings"].get("latency_bound_ms"), out / name,
                               f"{title}: LoadGen server latency against offered load")
         parts += [f"![{title}: server latency against load]({name})", ""]
     offline = [e for e in entries if e["scenario"] == "offline" and e.get("samples_per_second")]
     if offline:
-        curves: dict[str, list] = {}
-        for e in offline:
-            workers = e["settings"].get("workers", 1)
-            curves.setdefault(f"{e['runtime']}" + (f" x{workers} workers" if workers > 1 else ""), []).append(
-                (e["settings"].get("batch", 1), e["samples_per_second"]))
         name = f"loadgen_offline_{task}_{index}.png"
-        plots.rate_vs_batch(curves, out / name, f"{title}: LoadGen offline samples/s against batch")
+        plots.rate_vs_batch(series.offline_rate(offline), out / name, f"{title}: LoadGen offline samples/s against batch")
         parts += [f"![{title}: offline rate against batch]({name})", ""]
     return parts
 
@@ -214,24 +192,7 @@ def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
     parts = ["## Synthetic throughput (images/s)", ""]
     # Side by side: each machine's GPU-count table rows (its per-model batch), one column per machine.
     labels = list(dict.fromkeys(label for label, _ in runs))
-    cells: dict[tuple, dict[str, str]] = {}
-    by_batch: dict[str, dict[str, list]] = {}
-    by_devices: dict[str, dict[str, list]] = {}
-    for label, record in runs:
-        rows = [r for r in record["rows"] if r.get("mode", "train") == "train"] or list(record["rows"])
-        chosen = {m: sweep_tables.device_batch([r for r in rows if r["model"] == m]) for m in {r["model"] for r in rows}}
-        for r in rows:
-            at_study_batch = r["per_device_batch"] == chosen[r["model"]]
-            if at_study_batch:
-                cells.setdefault((r["model"], r["per_device_batch"], r["devices"]), {})[label] = sweep_tables.cell(r)
-            if r["status"] != "ok":
-                continue
-            if at_study_batch:
-                by_devices.setdefault(r["model"], {}).setdefault(label, []).append((r["devices"], r["images_per_second"]))
-            smallest = min(x["devices"] for x in rows if x["model"] == r["model"])
-            if r["devices"] == smallest:
-                by_batch.setdefault(r["model"], {}).setdefault(f"{label} ({smallest} dev.)", []).append(
-                    (r["per_device_batch"], r["images_per_second"]))
+    cells, by_batch, by_devices = series.sweep_series(runs)
     order = sweep_tables.ordered([k[0] for k in cells])
     body = [[MODELS.get(m).label if m in MODELS.names() else m, str(b), str(d)] + [per.get(lb, "-") for lb in labels]
             for (m, b, d), per in sorted(cells.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][2], kv[0][1]))]
@@ -257,33 +218,9 @@ def _synthetic_section(runs: list[tuple[str, dict]], out: Path) -> list[str]:
     return parts
 
 
-def _backend_rows(loaded: Sequence[Loaded]) -> list[tuple[str, str, str, float, str]]:
-    """(configuration, backend, figure name, value, unit) for every configuration measured on several backends of
-    one machine: classify and detect by steady epoch and per-image time, a sweep's rows by images/s."""
-    points: dict[tuple, dict[str, list]] = {}
-    for item in loaded:
-        record, name = item.record, backend(item.record)
-        if name is None:
-            continue
-        config = record.get("config") or {}
-        if record.get("task") == "synthetic":
-            for row in record.get("rows", ()):
-                if row.get("images_per_second"):
-                    label = f"{row['model']} b{row['per_device_batch']} x{row['devices']} {row['precision']}"
-                    points.setdefault((machine(record), "synthetic", label), {})[name] = [
-                        ("images/s", row["images_per_second"], "images/s")]
-            continue
-        label = f"{record.get('base')} {config.get('image_size')}px b{config.get('batch_size')} {config.get('precision')}"
-        figures = [("steady epoch", (record.get("train") or {}).get("steady_epoch_seconds"), "s"),
-                   ("per image", (record.get("inference") or {}).get("mean_ms"), "ms")]
-        points.setdefault((machine(record), record.get("task"), label), {})[name] = [f for f in figures if f[1]]
-    return [(f"{task} {label}", name, figure, value, unit) for (_, task, label), per in points.items() if len(per) > 1
-            for name, figures in sorted(per.items()) for figure, value, unit in figures]
-
-
 def _backend_section(loaded: Sequence[Loaded], out: Path) -> list[str]:
     """Configurations that differ only by Keras backend: a table, and one bar chart per figure."""
-    rows = _backend_rows(loaded)
+    rows = series.backend_rows(loaded)
     if not rows:
         return []
     parts = ["## Keras backends side by side", "",
@@ -292,10 +229,7 @@ def _backend_section(loaded: Sequence[Loaded], out: Path) -> list[str]:
              markdown_table(["configuration", "backend", "figure", "value"],
                             [[c, b, f, f"{v:.4g} {u}"] for c, b, f, v, u in rows]), ""]
     for index, (figure, unit) in enumerate(dict.fromkeys((f, u) for _, _, f, _, u in rows)):
-        groups: dict[str, dict[str, float]] = {}
-        for configuration, name, other, value, _ in rows:
-            if other == figure:
-                groups.setdefault(configuration, {})[name] = value
+        groups = series.by_backend(rows, figure)
         plot = f"backends_{index}.png"
         plots.backend_bars(groups, out / plot, y_label=f"{figure} ({unit})", title=f"{figure} by Keras backend")
         parts += [f"![{figure} by Keras backend]({plot})", ""]
@@ -304,17 +238,7 @@ def _backend_section(loaded: Sequence[Loaded], out: Path) -> list[str]:
 
 def _cost_section(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence[cost.Offer],
                   images: int, out: Path) -> list[str]:
-    priced: list[tuple[str, cost.Priced]] = []
-    notes = []
-    if any(item.origin == "leadergpu-2017" for item in loaded):
-        priced += [("LeaderGPU study (repriced from its own figures)", row) for row, _, _ in cost.reference_rows()]
-        notes.append("The LeaderGPU study's cost table is repriced from its 8-GPU throughputs and prices "
-                     f"({cost.REFERENCE_IMAGES:,} images).")
-    for item, label in zip(loaded, labels):
-        for figure in cost.throughputs(item.record):
-            for offer in offers:
-                if offer.prices(figure, label):
-                    priced.append((label, cost.price(figure.label, images, figure.images_per_second, offer)))
+    priced, notes = series.priced(loaded, labels, offers, images)
     if not priced:
         return ["## Cost", "", "No offers given: `report --catalog FILE` prices every images/s figure on the "
                 "offers that rent as many devices (see `cost --help`).", ""]
