@@ -1,8 +1,8 @@
-"""The article's protocol for several bases, one after another, as a Markdown table with calibration.
+"""The article's protocol for several bases, one after another, as a Markdown table with the peak.
 
 Runs `l40sbench TASK --base B [ARGS...]` for each base (the CLI, exactly as a
 user runs it), then prints one Markdown row per base from its result.json,
-with the calibration that same run measured (env.calibration) beside the
+with the peak that same run measured (env.peak) beside the
 times. Run it with nothing else on the machine. Behind docs/PERFORMANCE.md
 sections 1 (classify) and 6 (detect at 128 px).
 

@@ -13,7 +13,6 @@ from l40sbench.core.timing import (
     EpochClock,
     epoch_times,
     eta_seconds,
-    measure_throughput,
     probe_interleaved,
     probe_latency,
 )
@@ -131,13 +130,6 @@ def test_epoch_times_single_and_none():
     assert epoch_times([]).first_epoch_seconds is None
     with pytest.raises(RuntimeError):
         EpochClock().stop()
-
-
-def test_throughput_counts_images_after_warmup():
-    clock, sync, work, _ = fake_device([2.0, 0.5, 0.5])
-    result = measure_throughput(work, range(3), batch_size=64, clock=clock, sync=sync)
-    assert result.images_timed == 128
-    assert result.images_per_second == pytest.approx(128.0)
 
 
 def test_records_are_sorted_json_with_null_for_nan(tmp_path):

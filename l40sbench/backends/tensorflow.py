@@ -1,8 +1,7 @@
 """What the tensorflow backend does differently: tf.function forwards, TensorFlow's devices and its kernels.
 
 The sweep's tf.distribute step is in synthetic.worker and device placement in
-tf_device, as before the other backends came; this module is what the
-pipelines reach them through.
+backends.tf_device; this module is what the pipelines reach them through.
 """
 
 from __future__ import annotations

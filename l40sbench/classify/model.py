@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from l40sbench.classify.bases import BaseSpec
+from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 
 # Seconds to wait for the ImageNet weights download before falling back to
@@ -19,7 +20,6 @@ from l40sbench.errors import UserError
 # timeout does not bound a stalled DNS lookup.
 DOWNLOAD_TIMEOUT_S = 60.0
 
-Log = Callable[[str], None]
 
 
 def _try_imagenet(build: Callable[[object], object], timeout_s: float):

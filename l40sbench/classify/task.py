@@ -20,7 +20,8 @@ from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier
 from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.core.results import DatasetInfo, InferenceResult
-from l40sbench.core.task import Built, Data, Flops, Log, Probe
+from l40sbench.core.task import Built, Data, Flops, Probe
+from l40sbench.core.text import Log
 from l40sbench.core.timing import probe_latency
 from l40sbench.data import folders, tfds_source
 from l40sbench.errors import UserError

@@ -54,7 +54,7 @@ def run() -> None:
 
     After an interrupt everything measured is on disk, but TensorFlow's own threads (an input pipeline's,
     a training loop's) may still be running: tearing the interpreter down under them can abort the process
-    (SIGABRT instead of exit 130, seen once under load in the detection Ctrl-C test). So an interrupted
+    (SIGABRT instead of exit 130, under load). So an interrupted
     run leaves at once, its output flushed.
     """
     code = main()

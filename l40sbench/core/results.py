@@ -85,7 +85,7 @@ class InferenceResult:
     std_ms: float | None
     stages_mean_ms: dict = field(default_factory=dict)
     times_ms: tuple[float, ...] = ()  # every timed call, in order, warm-up excluded
-    # One RuntimeResult per runtime timed (tf first, the figures above); empty when only tf ran the old way.
+    # One RuntimeResult per runtime timed (tf first, the figures above); empty when no other runtime was asked for.
     runtimes: tuple = ()
     # One ScenarioResult per (runtime, scenario, settings) that `infer --scenario` ran.
     scenarios: tuple = ()
@@ -192,7 +192,7 @@ class RunResult:
     utilisation: dict = field(default_factory=dict)
     # where training ran: device count and kind, strategy, batch per device and global batch, replicas in sync
     devices: dict = field(default_factory=dict)
-    # a --devices list: this count's epoch time against one device's (classify.scaling)
+    # a --devices list: this count's epoch time against one device's (core.scaling)
     scaling: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:

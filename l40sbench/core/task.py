@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from l40sbench.core.results import DatasetInfo, InferenceResult, RuntimeResult
+from l40sbench.core.text import Log
 
-Log = Callable[[str], None]
 Save = Callable[[dict], None]
 
 

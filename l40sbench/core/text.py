@@ -1,8 +1,11 @@
-"""Text every layer prints: durations in the studies' style and tables, plain and Markdown."""
+"""Text every layer prints: durations in the studies' style and tables, plain and Markdown; `Log`, the
+callback that prints a progress line."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+Log = Callable[[str], None]
 
 
 def format_duration(seconds: float | None) -> str:

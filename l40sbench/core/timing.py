@@ -195,30 +195,3 @@ def probe_interleaved(
             elapsed += seconds
         progress(done, elapsed)
     return {name: summarize(times[warmup:]) for name, times in durations.items()}
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """Images per second over timed batched calls (warm-up excluded)."""
-
-    batches_timed: int
-    images_timed: int
-    seconds: float
-    images_per_second: float | None
-
-
-def measure_throughput(
-    fn: Callable[[Any], object],
-    batches: Iterable[Any],
-    *,
-    batch_size: int,
-    warmup: int = 1,
-    clock: Clock = time.perf_counter,
-    sync: Sync = no_sync,
-) -> Throughput:
-    """Total images over total time for fn(batch), first `warmup` batches excluded."""
-    durations = time_calls(fn, batches, clock=clock, sync=sync)[warmup:]
-    seconds = sum(durations)
-    images = batch_size * len(durations)
-    rate = images / seconds if seconds > 0 else None
-    return Throughput(len(durations), images, seconds, rate)

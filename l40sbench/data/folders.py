@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from l40sbench.core.text import Log
 from l40sbench.data.images import decode_rgb, is_image_name, resize_square
 from l40sbench.errors import UserError
 
@@ -24,7 +25,6 @@ SPLITS = ("train", "test")
 # Bump when decoding or resizing changes, so old cache entries are not reused.
 DECODER_VERSION = 1
 
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)

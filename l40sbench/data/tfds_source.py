@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 
 PREFIX = "tfds:"
@@ -24,7 +25,6 @@ PREPARE_TIMEOUT_S = 40.0  # one attempt at preparing an absent set, in a child k
 SPLITS_EXAMPLE = "train[:80%],train[80%:]"
 SPLITS_HINT = f"--tfds-splits '{SPLITS_EXAMPLE}'"
 
-Log = Callable[[str], None]
 
 
 def is_tfds(data) -> bool:

@@ -7,7 +7,7 @@ and external-entity files are rejected instead of expanded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
@@ -15,10 +15,10 @@ from xml.etree.ElementTree import ParseError
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
+from l40sbench.core.text import Log
 from l40sbench.data.images import decode_rgb, is_image_name
 from l40sbench.errors import UserError
 
-Log = Callable[[str], None]
 # The Kaggle archive unpacks to train_zip/train and test_zip/test; plain train/test also work.
 SPLIT_DIRS = {"train": ("train_zip/train", "train"), "test": ("test_zip/test", "test")}
 

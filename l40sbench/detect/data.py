@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l40sbench import paths
-from l40sbench.core.task import Log
+from l40sbench.core.text import Log
 from l40sbench.data import tfds_detection, tfds_source, voc
 from l40sbench.detect.config import DetectConfig
 from l40sbench.detect.standin import ensure_standin, standin_path

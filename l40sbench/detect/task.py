@@ -16,7 +16,8 @@ import numpy as np
 
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult
-from l40sbench.core.task import Built, Data, Flops, Log, Probe
+from l40sbench.core.task import Built, Data, Flops, Probe
+from l40sbench.core.text import Log
 from l40sbench.core.timing import probe_interleaved, probe_latency
 from l40sbench.data import voc
 from l40sbench.data.images import decode_rgb

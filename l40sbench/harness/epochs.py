@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Stopwatch, eta_seconds
-
-Log = Callable[[str], None]
 
 
 class EpochLoop:

@@ -13,7 +13,8 @@ import datetime as _dt
 from collections.abc import Callable
 from pathlib import Path
 
-from l40sbench.core.task import Log, Save
+from l40sbench.core.task import Save
+from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 from l40sbench.harness.tasks import TASKS, load_task
 from l40sbench.loadgen.scenarios import entry_key

@@ -12,7 +12,8 @@ import numpy as np
 
 from l40sbench.core import env as env_mod
 from l40sbench.core.results import RunResult, TrainResult
-from l40sbench.core.task import Flops, Log, Probe, Save
+from l40sbench.core.task import Flops, Probe, Save
+from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Stopwatch
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
@@ -20,12 +21,12 @@ from l40sbench.harness.tasks import load_task
 from l40sbench.peak.measure import measure_env
 
 
-def one_device(ops):
+def one_device(kernels):
     """Where a run on another backend than tensorflow trains: its first device, no strategy."""
     from l40sbench.backends.tf_device import Placement
 
-    kind, name = ops.device()
-    return Placement(None, 1, kind, (name,), facts={"strategy": f"none (one device; {ops.NAME})"})
+    kind, name = kernels.device()
+    return Placement(None, 1, kind, (name,), facts={"strategy": f"none (one device; {kernels.NAME})"})
 
 
 def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainResult, train_images_per_epoch: int,
@@ -57,13 +58,13 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     config = task.check(config)
     if task.keras3:
         backends.select(config.backend)
-    ops = backends.load(config.backend)
+    kernels = backends.load(config.backend)
     on_tensorflow = config.backend == "tensorflow"
     placement = place_early(config) if on_tensorflow else None
     data = task.load(config, log)
-    placement = placement or (place_for(config) if on_tensorflow else one_device(ops))
+    placement = placement or (place_for(config) if on_tensorflow else one_device(kernels))
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
-    sync = ops.sync()
+    sync = kernels.sync()
     env = {**env_mod.fingerprint(backends.facts()), "peak": measure_env(sync=sync, log=log, backend=config.backend)}
     clock = EpochClock(sync=sync)
     wall = Stopwatch()

@@ -16,12 +16,12 @@ from pathlib import Path
 from l40sbench.core import child
 from l40sbench.core.records import write_atomic
 from l40sbench.core.results import RuntimeResult, ScenarioResult
+from l40sbench.core.text import Log
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
 from l40sbench.loadgen.config import LoadConfig, Probe, jobs
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.measure import crash_reason, threads
 
-Log = Callable[[str], None]
 FOLDER = "loadgen"
 PROGRESS_EVERY_S = 10.0
 CHILD_TIMEOUT_S = 6 * 3600.0

@@ -14,8 +14,8 @@ device, so the measurement:
 
 One peak per precision the device has: float32 always; bfloat16 on a CPU with
 AVX512-BF16 or AMX, and on GPUs; float16 and TF32 on GPUs. A run is divided by
-the peak of the precision it computes in (peak_for). The 3x3 convolution that
-the older calibration timed stays as a second figure, and on a CPU whose
+the peak of the precision it computes in (peak_for). A 3x3 convolution's rate
+is kept as a second figure, and on a CPU whose
 clock and core type are known, the theoretical peak (cores x GHz x FLOP per
 cycle) is recorded too. The kernels are the run's backend's (l40sbench.backends), imported only when
 a measurement runs.

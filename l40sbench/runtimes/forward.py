@@ -20,7 +20,7 @@ OPENVINO_NAMES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 
 
 @dataclass(frozen=True)
-class Loaded:
+class LoadedModel:
     call: Call
     precision: str  # what the runtime reports it will compute in
     threads: int
@@ -28,7 +28,7 @@ class Loaded:
     settings: dict = field(default_factory=dict)
 
 
-def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     """The model at `path` ready to call on `runtime`.
 
     Args:
@@ -41,7 +41,7 @@ def load(runtime: str, path: Path, precision: str, threads: int, file_precision:
     return loaders[runtime](Path(path), precision, threads, file_precision, xla=xla)
 
 
-def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     """tf as the run timed it: the Keras model (model.keras) in a tf.function taking any batch, or the
     detector's serving signature (a SavedModel folder)."""
     if path.suffix != ".keras":
@@ -60,7 +60,7 @@ def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool
         return {"probabilities": compiled(tf.convert_to_tensor(images)).numpy()}
 
     intra = tf.config.threading.get_intra_op_parallelism_threads()
-    return Loaded(call, file_precision, intra or threads, tf.__version__,
+    return LoadedModel(call, file_precision, intra or threads, tf.__version__,
                   {"compile": "tf.function" + (" (XLA)" if xla else ""), "intra_op_threads": intra})
 
 
@@ -73,7 +73,7 @@ def _tf_threads(threads: int) -> None:
         pass
 
 
-def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import tensorflow as tf
 
     _tf_threads(threads)
@@ -84,11 +84,11 @@ def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, x
     def call(image: np.ndarray) -> dict:
         return {key: value.numpy() for key, value in signature(**{name: tf.convert_to_tensor(image)}).items()}
 
-    return Loaded(call, file_precision, intra or threads, tf.__version__, {"signature": "serving_default",
+    return LoadedModel(call, file_precision, intra or threads, tf.__version__, {"signature": "serving_default",
                                                                           "intra_op_threads": intra})
 
 
-def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -102,12 +102,12 @@ def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, 
     def call(image: np.ndarray) -> dict:
         return dict(zip(names, session.run(None, {model_input.name: image}), strict=True))
 
-    return Loaded(call, file_precision, threads, ort.__version__,
+    return LoadedModel(call, file_precision, threads, ort.__version__,
                   {"providers": session.get_providers(), "graph_optimization": "ORT_ENABLE_ALL",
                    "inter_op_threads": 1})
 
 
-def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import openvino as ov
 
     compiled = ov.Core().compile_model(str(path), "CPU", {
@@ -123,12 +123,12 @@ def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla
         # The request reuses its output buffers: copy them out, as every other runtime hands over copies.
         return {name: np.array(results[output]) for name, output in zip(names, compiled.outputs, strict=True)}
 
-    return Loaded(call, OPENVINO_NAMES.get(effective, effective), int(compiled.get_property("INFERENCE_NUM_THREADS")),
+    return LoadedModel(call, OPENVINO_NAMES.get(effective, effective), int(compiled.get_property("INFERENCE_NUM_THREADS")),
                   ov.get_version(), {"device": "CPU", "PERFORMANCE_HINT": "LATENCY",
                                      "INFERENCE_PRECISION_HINT": effective})
 
 
-def _litert(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> Loaded:
+def _litert(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import ai_edge_litert
     from ai_edge_litert.interpreter import Interpreter
 
@@ -142,7 +142,7 @@ def _litert(path: Path, precision: str, threads: int, file_precision: str, xla: 
         return runner(**{name: image})  # the runner resizes for a new image size and returns copies
 
     version = getattr(ai_edge_litert, "__version__", None) or _package_version("ai-edge-litert")
-    return Loaded(call, file_precision, threads, version, {"delegate": "XNNPACK (default)", "signature": key})
+    return LoadedModel(call, file_precision, threads, version, {"delegate": "XNNPACK (default)", "signature": key})
 
 
 def _package_version(name: str) -> str:

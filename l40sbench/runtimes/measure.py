@@ -19,12 +19,12 @@ import numpy as np
 from l40sbench.core import child
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.core.stats import LatencyStats
+from l40sbench.core.text import Log
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.export import Artifact
 from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
 
 CHILD_TIMEOUT_S = 1800.0
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,12 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable
 
 from l40sbench.core import child
+from l40sbench.core.text import Log
 from l40sbench.synthetic.config import SweepConfig
 from l40sbench.synthetic.job import Job, Row, failed_row
 from l40sbench.synthetic.worker import ROW_MARKER
-
-Log = Callable[[str], None]
 
 
 def child_env(config: SweepConfig) -> dict:

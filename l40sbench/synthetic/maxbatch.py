@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from l40sbench.core.text import Log
 from l40sbench.synthetic.children import run_job
 from l40sbench.synthetic.config import SweepConfig
 
 MAX_BATCH_LIMIT = 1 << 16  # --find-max-batch stops doubling here
 PROBE_WARMUP, PROBE_STEPS = 1, 2  # a --find-max-batch probe only needs to survive its steps
 
-Log = Callable[[str], None]
 
 
 def find_max_batches(config: SweepConfig, gpu: bool, log: Log) -> tuple[dict, ...]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from l40sbench.core.env import gpu_models
 from l40sbench.core.records import SCHEMA, to_json, write_atomic
+from l40sbench.core.text import Log
 from l40sbench.core.timing import Stopwatch
 from l40sbench.core.utilisation import peak_for, utilisation
 from l40sbench.errors import UserError
@@ -27,7 +28,6 @@ from l40sbench.synthetic.job import Row
 from l40sbench.synthetic.maxbatch import find_max_batches
 from l40sbench.synthetic.store import ROWS_FILE, SWEEP_FILE, append_row, cut_torn_line, load_rows, read_state
 
-Log = Callable[[str], None]
 FIND_MAX_BATCH_NEEDS_A_CAP = ("--find-max-batch needs --memory-limit on a machine without a GPU "
                               "(else it doubles the batch until the whole machine runs out of memory)")
 

@@ -145,15 +145,15 @@ def measure_keras3(job: Job) -> Row:
     from l40sbench.settings import keras_policy
     from l40sbench.synthetic.models import MODELS
 
-    ops = load(job.settings.backend)
+    kernels = load(job.settings.backend)
     keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
-    kind, _ = ops.device()
-    step, _, replicas, model = ops.sweep_step(MODELS.get(job.model), job, _optimizer(job.settings.optimizer, "fp32"),
+    kind, _ = kernels.device()
+    step, _, replicas, model = kernels.sweep_step(MODELS.get(job.model), job, _optimizer(job.settings.optimizer, "fp32"),
                                               keras.losses.sparse_categorical_crossentropy)
-    gflops = job.gflops_per_image if job.gflops_per_image is not None else ops.forward_gflops(model, model.input_shape[1])
-    return _timed_row(job, step, ops.sync(), gflops=gflops, replicas=replicas, workers=1, kind=kind,
-                      peak_memory_mb=lambda: ops.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
-                      compiled=ops.SWEEP_STEP)
+    gflops = job.gflops_per_image if job.gflops_per_image is not None else kernels.forward_gflops(model, model.input_shape[1])
+    return _timed_row(job, step, kernels.sync(), gflops=gflops, replicas=replicas, workers=1, kind=kind,
+                      peak_memory_mb=lambda: kernels.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
+                      compiled=kernels.SWEEP_STEP)
 
 
 def _host_peak_mb() -> float:
