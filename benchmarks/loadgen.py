@@ -43,8 +43,8 @@ def overhead(runtime: str, artifact: str, rounds: int, folder: Path) -> dict:
     from l40sbench.core.timing import probe_latency
     from l40sbench.loadgen.config import Job
     from l40sbench.loadgen.harness import run_test
-    from l40sbench.runtimes.forward import load
     from l40sbench.runtimes.measure import threads
+    from l40sbench.runtimes.registry import load
 
     loaded = load(runtime, Path(artifact), "fp32", threads(), "fp32")
     size = 299

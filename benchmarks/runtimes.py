@@ -74,9 +74,8 @@ def main() -> int:
     from l40sbench.core.timing import probe_latency
     from l40sbench.core.utilisation import peak_for
     from l40sbench.peak.measure import measure_env
-    from l40sbench.runtimes.export import export_keras
-    from l40sbench.runtimes.forward import load
     from l40sbench.runtimes.measure import threads
+    from l40sbench.runtimes.registry import export_keras, load
 
     folder = Path(tempfile.mkdtemp(prefix="runtimes-"))
     model, _ = compiled_model(ClassifyConfig(base=args.base, image_size=args.size, weights="none", seed=0),

@@ -12,8 +12,8 @@ import numpy as np
 
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.runtimes import agreement
-from l40sbench.runtimes.export import export_keras
 from l40sbench.runtimes.measure import Workload, tf_row
+from l40sbench.runtimes.registry import export_keras
 
 MODEL_FILE = "model.keras"
 ACCURACY_BOUND = 0.01  # a runtime more than 1 point less accurate than tf is an accuracy-mismatch

@@ -14,8 +14,8 @@ import numpy as np
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.detect.evaluate import evaluate, to_coco_detections
 from l40sbench.runtimes import agreement
-from l40sbench.runtimes.export import convert_saved_model
 from l40sbench.runtimes.measure import Workload, tf_row
+from l40sbench.runtimes.registry import convert_saved_model
 
 SAVED_MODEL_DIR = "saved_model"
 MAP_BOUND = 0.01  # a runtime whose mAP@.5:.95 is more than this below tf's is an accuracy-mismatch

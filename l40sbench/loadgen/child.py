@@ -36,7 +36,7 @@ SHARED = ("tf", "savedmodel")  # thread-safe calls into one process-wide pool: l
 
 def load_calls(request: dict, workers: int) -> tuple[list, dict]:
     """One forward per worker, and what the runtime reports it runs (precision, threads, version)."""
-    from l40sbench.runtimes.forward import load
+    from l40sbench.runtimes.registry import load
 
     shared = request["runtime"] in SHARED
     threads = request["threads"] if shared else max(1, request["threads"] // workers)

@@ -36,7 +36,7 @@ def stack_outputs(outputs: list[dict]) -> dict[str, np.ndarray]:
 
 
 def run(request: dict) -> dict:
-    from l40sbench.runtimes.forward import load
+    from l40sbench.runtimes.registry import load
 
     started = time.perf_counter()
     loaded = load(request["runtime"], Path(request["artifact"]), request["precision"], request["threads"],

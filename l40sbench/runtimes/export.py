@@ -2,7 +2,9 @@
 
 Classification: Keras `Model.export(format=...)` from the model in memory. Detection: the SavedModel
 the run wrote, through tf2onnx, `openvino.convert_model` and the TFLite converter. Nothing here
-converts a graph itself. Each function raises on failure; the caller turns that into the row's reason.
+converts a graph itself. One exporter (a Keras model) and one converter (a SavedModel) per runtime, each
+named by that runtime's registry entry (runtimes.registry). Each raises on failure; the caller turns that
+into the row's reason.
 """
 
 from __future__ import annotations
@@ -59,59 +61,69 @@ def _timed(path: Path, exporter: str, precision: str, work) -> Artifact:
     return Artifact(path, seconds, size_mb(path), exporter, precision)
 
 
-def export_keras(model, runtime: str, precision: str, out_dir: Path) -> Artifact:
-    """A Keras model in `runtime`'s format under out_dir, with Keras' own exporter."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if runtime == "savedmodel":
-        path, options, fixed = out_dir / "saved_model", {"format": "tf_saved_model"}, "fp32"
-    elif runtime == "onnxruntime":
-        path, options, fixed = out_dir / "model.onnx", {"format": "onnx", "opset_version": ONNX_OPSET}, "fp32"
-    elif runtime == "openvino":
-        path, options, fixed = out_dir / "model.xml", {"format": "openvino"}, "fp32"
-    elif runtime == "litert":
-        settings, fixed = litert_options(precision)
-        path, options = out_dir / "model.tflite", {"format": "litert", **settings}
-    else:
-        raise ValueError(f"no export for runtime {runtime!r}")
+def _keras_export(model, path: Path, options: dict, fixed: str) -> Artifact:
     exporter = f"keras Model.export(format={options['format']!r})"
+    path.parent.mkdir(parents=True, exist_ok=True)
     return _timed(path, exporter, fixed, lambda: model.export(str(path), verbose=False, **options))
 
 
-def convert_saved_model(saved_model: Path, runtime: str, precision: str, out_dir: Path,
-                        signature: str = "serving_default") -> Artifact:
-    """A SavedModel's `signature` in `runtime`'s format under out_dir, with that runtime's converter."""
+def keras_to_saved_model(model, precision: str, out_dir: Path) -> Artifact:
+    return _keras_export(model, out_dir / "saved_model", {"format": "tf_saved_model"}, "fp32")
+
+
+def keras_to_onnx(model, precision: str, out_dir: Path) -> Artifact:
+    return _keras_export(model, out_dir / "model.onnx", {"format": "onnx", "opset_version": ONNX_OPSET}, "fp32")
+
+
+def keras_to_openvino(model, precision: str, out_dir: Path) -> Artifact:
+    return _keras_export(model, out_dir / "model.xml", {"format": "openvino"}, "fp32")
+
+
+def keras_to_litert(model, precision: str, out_dir: Path) -> Artifact:
+    settings, fixed = litert_options(precision)
+    return _keras_export(model, out_dir / "model.tflite", {"format": "litert", **settings}, fixed)
+
+
+def saved_model_as_is(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
+    """The run's own SavedModel, reloaded as it is."""
+    return Artifact(saved_model, 0.0, size_mb(saved_model), "tf.saved_model.save (the run's own)", "fp32")
+
+
+def saved_model_to_onnx(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
+    path = out_dir / "model.onnx"
     out_dir.mkdir(parents=True, exist_ok=True)
-    if runtime == "savedmodel":
-        return Artifact(saved_model, 0.0, size_mb(saved_model), "tf.saved_model.save (the run's own)", "fp32")
-    if runtime == "onnxruntime":
-        path = out_dir / "model.onnx"
-        return _timed(path, f"tf2onnx.convert --saved-model --opset {ONNX_OPSET}", "fp32",
-                      lambda: _tf2onnx(saved_model, signature, path))
-    if runtime == "openvino":
-        path = out_dir / "model.xml"
+    return _timed(path, f"tf2onnx.convert --saved-model --opset {ONNX_OPSET}", "fp32",
+                  lambda: _tf2onnx(saved_model, signature, path))
 
-        def convert():
-            import openvino as ov
 
-            # compress_to_fp16=False: save_model would otherwise round the weights to fp16 on disk.
-            ov.save_model(ov.convert_model(str(saved_model)), str(path), compress_to_fp16=False)
+def saved_model_to_openvino(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
+    path = out_dir / "model.xml"
+    out_dir.mkdir(parents=True, exist_ok=True)
 
-        return _timed(path, "openvino.convert_model", "fp32", convert)
-    if runtime == "litert":
-        path = out_dir / "model.tflite"
-        settings, fixed = litert_options(precision)
+    def convert():
+        import openvino as ov
 
-        def convert():
-            import tensorflow as tf
+        # compress_to_fp16=False: save_model would otherwise round the weights to fp16 on disk.
+        ov.save_model(ov.convert_model(str(saved_model)), str(path), compress_to_fp16=False)
 
-            converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model), signature_keys=[signature])
-            converter.optimizations = settings.get("optimizations", [])
-            for key, value in settings.get("target_spec", {}).items():
-                setattr(converter.target_spec, key, value)
-            path.write_bytes(converter.convert())
+    return _timed(path, "openvino.convert_model", "fp32", convert)
 
-        return _timed(path, "tf.lite.TFLiteConverter.from_saved_model", fixed, convert)
-    raise ValueError(f"no conversion for runtime {runtime!r}")
+
+def saved_model_to_litert(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
+    path = out_dir / "model.tflite"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    settings, fixed = litert_options(precision)
+
+    def convert():
+        import tensorflow as tf
+
+        converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model), signature_keys=[signature])
+        converter.optimizations = settings.get("optimizations", [])
+        for key, value in settings.get("target_spec", {}).items():
+            setattr(converter.target_spec, key, value)
+        path.write_bytes(converter.convert())
+
+    return _timed(path, "tf.lite.TFLiteConverter.from_saved_model", fixed, convert)
 
 
 def _tf2onnx(saved_model: Path, signature: str, path: Path) -> None:

@@ -2,7 +2,12 @@
 
 Runs in the timing child, which imports only the runtime it times. The call holds what serving one
 decoded image costs on that runtime: the input handed over, the model run, the outputs copied back.
-Every loader sets its threads and precision explicitly and reads back what the runtime will run.
+Every loader sets its threads and precision explicitly and reads back what the runtime will run. Each
+runtime's registry entry (runtimes.registry) names its loader; `registry.load` calls it.
+
+A loader's arguments: `precision`, the --runtime-precision asked for (only OpenVINO takes it here; LiteRT's
+is in the file); `file_precision`, what the exported file fixes (export.Artifact.precision); `xla`, compile
+tf's Keras forward with XLA, as the run did (tf only).
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-Call = Callable[[np.ndarray], dict]
+Call = Callable[["np.ndarray"], dict]
 # OpenVINO's names for the --runtime-precision values, and back.
 OPENVINO_HINTS = {"fp32": "f32", "bf16": "bf16", "fp16": "f16"}
 OPENVINO_NAMES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
@@ -28,24 +35,11 @@ class LoadedModel:
     settings: dict = field(default_factory=dict)
 
 
-def load(runtime: str, path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
-    """The model at `path` ready to call on `runtime`.
-
-    Args:
-      precision: the --runtime-precision asked for (only OpenVINO takes it here; LiteRT's is in the file).
-      file_precision: what the exported file fixes (export.Artifact.precision).
-      xla: compile tf's Keras forward with XLA, as the run did (tf only).
-    """
-    loaders = {"savedmodel": _savedmodel, "onnxruntime": _onnxruntime, "openvino": _openvino, "litert": _litert,
-               "tf": _tf}
-    return loaders[runtime](Path(path), precision, threads, file_precision, xla=xla)
-
-
-def _tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+def load_tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     """tf as the run timed it: the Keras model (model.keras) in a tf.function taking any batch, or the
     detector's serving signature (a SavedModel folder)."""
     if path.suffix != ".keras":
-        return _savedmodel(path, precision, threads, file_precision)
+        return load_savedmodel(path, precision, threads, file_precision)
     import keras
     import tensorflow as tf
 
@@ -73,7 +67,7 @@ def _tf_threads(threads: int) -> None:
         pass
 
 
-def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+def load_savedmodel(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import tensorflow as tf
 
     _tf_threads(threads)
@@ -88,7 +82,7 @@ def _savedmodel(path: Path, precision: str, threads: int, file_precision: str, x
                                                                           "intra_op_threads": intra})
 
 
-def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+def load_onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -107,7 +101,8 @@ def _onnxruntime(path: Path, precision: str, threads: int, file_precision: str, 
                    "inter_op_threads": 1})
 
 
-def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+def load_openvino(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+    import numpy as np
     import openvino as ov
 
     compiled = ov.Core().compile_model(str(path), "CPU", {
@@ -128,7 +123,7 @@ def _openvino(path: Path, precision: str, threads: int, file_precision: str, xla
                                      "INFERENCE_PRECISION_HINT": effective})
 
 
-def _litert(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
+def load_litert(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
     import ai_edge_litert
     from ai_edge_litert.interpreter import Interpreter
 

@@ -28,9 +28,8 @@ def exported(tmp_path_factory):
 
 @pytest.mark.parametrize("runtime", RUNTIME_NAMES)
 def test_probe_over_each_runtimes_bare_call(benchmark, exported, runtime):
-    from l40sbench.runtimes.export import export_keras
-    from l40sbench.runtimes.forward import load
     from l40sbench.runtimes.measure import threads
+    from l40sbench.runtimes.registry import export_keras, load
 
     missing = RUNTIMES.get(runtime).missing()
     assert not missing, f"the [runtimes] extra is not installed: {missing}"
