@@ -46,8 +46,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # uv fetches and installs the same pins in parallel (about 16 s against pip's 133 s here, from the same
   # registry); pip does it where uv cannot be had or fails. Both compile every module to bytecode once, here
   # (pip does by default, uv when asked): where PYTHONDONTWRITEBYTECODE is set, as on these machines, an
-  # uncompiled venv compiles TensorFlow's modules again in every process that imports it (docs/PERFORMANCE.md
-  # section 17).
+  # uncompiled venv compiles TensorFlow's modules again in every process that imports it (docs/performance-log.md,
+  # "The test suite on several workers").
   if ! { "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version" >&2 &&
          "$venv/bin/python" -m uv pip install --quiet --compile-bytecode --python "$venv/bin/python" -e "$extras" >&2; }; then
     echo "run.sh: uv $uv_version could not install; installing with pip instead ..." >&2
@@ -70,7 +70,7 @@ if [ "${1:-}" = "test" ]; then
     # The suite on four workers (pytest-xdist; a module's tests stay on one, slowest modules first), then the
     # tests marked serial alone: a LoadGen verdict taken while other workers run says nothing. Four on two cores:
     # much of a tiny run is single-threaded Python (tracing, Model Garden's builders, imports), which overlaps
-    # (docs/PERFORMANCE.md section 17). No timed assertion runs in the first part; the speed gate is the
+    # (docs/performance-log.md, "The test suite on several workers"). No timed assertion runs in the first part; the speed gate is the
     # --benchmarks run below. The two parts share the tests' tiny result folders (tests/conftest.py), each made once.
     runs="$(mktemp -d "${TMPDIR:-/tmp}/l40sbench-test-runs-XXXXXX")"
     trap 'rm -rf "$runs"' EXIT

@@ -1,4 +1,4 @@
-"""classify on every Keras backend side by side (docs/PERFORMANCE.md, section 18).
+"""classify on every Keras backend side by side (docs/performance-log.md, "Keras backends side by side").
 
 For each base, in rounds: `l40sbench classify` on tensorflow, then on jax (and torch with --torch), each in
 its own process, the same flags (random weights: speed does not depend on them), and one peak per backend

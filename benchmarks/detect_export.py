@@ -1,5 +1,5 @@
 """Saving the detection SavedModel: Model Garden's export module whole against the serving signature and
-its weights alone (l40sbench.detect.garden.save_serving): docs/PERFORMANCE.md, section 16.
+its weights alone (l40sbench.detect.garden.save_serving): docs/performance-log.md, "Saving the detection SavedModel".
 
 Each base runs the product's own detect task (128 px, 2 images, 1 epoch) in a process of its own; where
 the run saves, this script saves both ways in turn, times each, loads both and runs their signatures on

@@ -1,15 +1,15 @@
-"""Detection on this machine, with the peak beside every time: docs/PERFORMANCE.md sections 4, 5, 7 and 8.
+"""Detection on this machine, with the peak beside every time: docs/performance-log.md: "Detection at 640 px", "The serving path", "Faster R-CNN: the second stage's region count", "Mixed precision for detection".
 
 Each measurement is the product's own `l40sbench detect` command in a process of its own, one after
 the other, nothing else running; every record carries the peak its own run measured (env.peak).
 
-- 640 px (sections 4 and 5): each base, `--image-size 640 --limit L --epochs 2`: epoch 1 holds the
+- 640 px ("Detection at 640 px", "The serving path"): each base, `--image-size 640 --limit L --epochs 2`: epoch 1 holds the
   tracing, epoch 2 is steady; the article's 240-image epoch is projected as 15 steady steps. Serving
   over the bare model call and the preprocess share come from the same runs (notes).
-- Region count (section 7): faster_rcnn_resnet50 at 128 px, the suite's TF1 second stage (300
+- Region count ("Faster R-CNN: the second stage's region count"): faster_rcnn_resnet50 at 128 px, the suite's TF1 second stage (300
   proposals, 64 sampled regions) against Model Garden's (1000, 512), set in the child before the
   run; the two in turn, `--pairs` times, epoch 2 compared.
-- Precision (section 8): faster_rcnn_resnet50 at 128 px, fp32 and mixed_bfloat16 in turn.
+- Precision ("Mixed precision for detection"): faster_rcnn_resnet50 at 128 px, fp32 and mixed_bfloat16 in turn.
 
 Usage:
   .venv/bin/python benchmarks/detect_sections.py --out results/detect-sections [--skip 640,regions,precision]

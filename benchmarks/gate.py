@@ -10,7 +10,7 @@ benchmark records, in `extra_info["gates"]`, figures of three kinds
   timed in the same rounds; fails when it is more than THRESHOLD times the
   figure in benchmarks/baseline.json, or less than 1 / THRESHOLD times it (a
   product that got much faster than its reference skips work, or the
-  reference slowed). docs/PERFORMANCE.md section 9 has the measured
+  reference slowed). docs/performance-log.md, "The CI speed gate" has the measured
   run-to-run spread behind the threshold;
 - an exact structural figure (`exact: true`): a model's parameter count or
   forward FLOPs; fails unless it equals its baseline.

@@ -1,4 +1,4 @@
-"""docs/PERFORMANCE.md section 9: how far the gated figures move between CI-style runs.
+"""docs/performance-log.md, "The CI speed gate": how far the gated figures move between CI-style runs.
 
 Runs the benchmark suite (`pytest tests/benchmarks`, as `./run.sh test
 --benchmarks` does) RUNS times under the given environment, keeps each JSON,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The study's protocol on a GPU machine that has JAX or PyTorch and no TensorFlow (docs/PERFORMANCE.md, "On a GPU").
+# The study's protocol on a GPU machine that has JAX or PyTorch and no TensorFlow (README.md, "On a GPU machine").
 #
 #   benchmarks/gpu_run.sh [OUT_DIR]
 #

@@ -1,4 +1,4 @@
-"""docs/PERFORMANCE.md section 17: what a process pays to import the suite's libraries without compiled bytecode.
+"""docs/performance-log.md, "The test suite on several workers": what a process pays to import the suite's libraries without compiled bytecode.
 
 Where PYTHONDONTWRITEBYTECODE is set (as on these machines), Python never writes the .pyc files it
 compiles, so a venv installed without them compiles every module it imports again in every process.

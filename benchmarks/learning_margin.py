@@ -1,4 +1,4 @@
-"""docs/PERFORMANCE.md section 10: how far the two learning tests are from their bounds.
+"""docs/performance-log.md, "How far the learning tests are from their bounds": how far the two learning tests are from their bounds.
 
 classify: for each seed and TensorFlow thread count, in a fresh process,
 builds the model of tests/test_classify_e2e.py::test_training_learns_the_standin

@@ -1,4 +1,4 @@
-"""LoadGen scenarios for one classifier, through the product's own `infer --scenario` (docs/PERFORMANCE.md, section 14).
+"""LoadGen scenarios for one classifier, through the product's own `infer --scenario` (docs/performance-log.md, "MLPerf LoadGen scenarios").
 
 Makes (or reuses) a classify run of --base at --size with random weights (speed does not depend on
 them), then runs, in one process after another and nothing else on the machine:

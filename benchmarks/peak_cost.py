@@ -1,5 +1,5 @@
 """What the peak measurement costs a run: l40sbench.peak.measure.measure_env timed in a fresh process, twice,
-with the float32 and bfloat16 peaks it found beside each time (docs/PERFORMANCE.md, section 16).
+with the float32 and bfloat16 peaks it found beside each time (docs/performance-log.md, "Saving the detection SavedModel").
 
 Usage:
   .venv/bin/python benchmarks/peak_cost.py

@@ -3,8 +3,8 @@
 Runs `l40sbench TASK --base B [ARGS...]` for each base (the CLI, exactly as a
 user runs it), then prints one Markdown row per base from its result.json,
 with the peak that same run measured (env.peak) beside the
-times. Run it with nothing else on the machine. Behind docs/PERFORMANCE.md
-sections 1 (classify) and 6 (detect at 128 px).
+times. Run it with nothing else on the machine. Behind docs/performance-log.md:
+"Classification protocol on the stand-in" and "Detection at the test size, 128 px".
 
 Usage:
   .venv/bin/python benchmarks/protocol.py classify --bases xception,inceptionv3,vgg19 -- --epochs 10

@@ -1,4 +1,4 @@
-"""Inference runtimes side by side for one classifier at batch 1 (docs/PERFORMANCE.md, section 13).
+"""Inference runtimes side by side for one classifier at batch 1 (docs/performance-log.md, "Inference runtimes").
 
 One process, one model (random weights: speed does not depend on them), every runtime exported by the
 product (l40sbench.runtimes.export) and loaded by the product (l40sbench.runtimes.forward), then:

@@ -1,4 +1,4 @@
-"""What scoring the test split between fit epochs costs under MirroredStrategy (docs/PERFORMANCE.md section 15).
+"""What scoring the test split between fit epochs costs under MirroredStrategy (docs/performance-log.md, "Fine-tuning on 1 and 2 devices").
 
 One process per mode, nothing else running: vgg19 at 96 px built and compiled as classify builds it,
 under MirroredStrategy over 2 logical CPU devices, `fit` for 5 epochs of 64 random images at a global

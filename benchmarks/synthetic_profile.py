@@ -1,6 +1,6 @@
 """Where a synthetic training step's time goes on the CPU: oneDNN primitives by kind, and the rest.
 
-Behind docs/PERFORMANCE.md section 11 ("utilisation"). Runs the sweep's own
+Behind docs/performance-log.md, "Synthetic sweeps" (utilisation). Runs the sweep's own
 child worker for one configuration with ONEDNN_VERBOSE=1, sums the execution
 time oneDNN reports for each primitive kind, direction and implementation
 (convolution forward / backward-data / backward-weights, reorders, ...) over

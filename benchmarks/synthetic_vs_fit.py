@@ -1,6 +1,6 @@
 """The sweep's images/s against a plain Keras `model.fit`, in alternating rounds; utilisation; 1 -> 2 devices.
 
-Behind docs/PERFORMANCE.md section 11. For each model (default resnet50 and
+Behind docs/performance-log.md, "Synthetic sweeps". For each model (default resnet50 and
 vgg16) at batch 32, each round runs, one after another, each in a fresh
 process as the sweep runs them:
   - the sweep's own configuration (l40sbench.synthetic.children.run_job: the

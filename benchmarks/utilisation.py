@@ -1,4 +1,4 @@
-"""The measured peaks, and how close classify and a sweep row run to them: docs/PERFORMANCE.md section 12.
+"""The measured peaks, and how close classify and a sweep row run to them: docs/performance-log.md, "The measured peak".
 
 Runs, one after another (nothing else may run on the machine meanwhile):
   1. `python -m l40sbench.peak` --repeats times: each precision's best and median

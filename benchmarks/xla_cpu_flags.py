@@ -1,4 +1,4 @@
-"""docs/PERFORMANCE.md section 18: classify's vgg19 on jax under XLA's CPU flags, the same work each time.
+"""docs/performance-log.md, "Keras backends side by side": classify's vgg19 on jax under XLA's CPU flags, the same work each time.
 
 For each XLA_FLAGS setting, a fresh process (KERAS_BACKEND=jax) builds the model `classify` trains (random
 weights, base frozen) and times, each call waited for:

@@ -132,8 +132,8 @@ def assert_utilisation_wiring(result):
     assert u["train_achieved_gflops"] == pytest.approx(u["forward_gflops_per_image"] * per_forward * images / epoch)
     assert u["train"] == pytest.approx(u["train_achieved_gflops"] / u["peak_gflops"])
     # The peak is a measured matmul rate, not the core's theoretical one: Faster R-CNN's box head (four 3x3
-    # convolutions over 300 regions at once) has served at 100.8 % of it on a 2-core CPU (docs/PERFORMANCE.md,
-    # section 12), so inference gets a margin above 1; a wrong unit or count is off by far more.
+    # convolutions over 300 regions at once) has served at 100.8 % of it on a 2-core CPU (docs/performance-log.md,
+    # "The measured peak"), so inference gets a margin above 1; a wrong unit or count is off by far more.
     assert 0 < u["train"] <= 1 and 0 < u["inference"] <= INFERENCE_UTILISATION_BOUND
 
 

@@ -163,7 +163,7 @@ def test_infer_on_a_jax_run_says_which_backend_it_needs(jax_run):
 
 def test_training_learns_the_standin_on_jax(tmp_path):
     """The learning test of test_classify_e2e, on jax: a linear head on a random ResNet-50's frozen features;
-    0.943-0.993 after 12 epochs over seeds 0-4 (docs/PERFORMANCE.md, section 10)."""
+    0.943-0.993 after 12 epochs over seeds 0-4 (docs/performance-log.md, "How far the learning tests are from their bounds")."""
     out = tmp_path / "learn"
     result = run_cli("classify", "--backend", "jax", "--base", "resnet50", "--image-size", 32, "--limit", 200,
                      "--epochs", 12, "--weights", "none", "--output-dir", out, env=JAX)

@@ -114,7 +114,7 @@ def test_training_learns_the_standin(tmp_path, capsys):
     a random VGG's plain stack loses it) is a convex problem, so it ends in the same
     place on any machine: 0.950-0.979 after 12 epochs over seeds 0-2 and 1 or 2
     TensorFlow threads, where the untrained model scores 0.379-0.5
-    (docs/PERFORMANCE.md, section 10).
+    (docs/performance-log.md, "How far the learning tests are from their bounds").
     """
     result, _, _ = classify(
         tmp_path, capsys, "--base", "resnet50", "--image-size", 32, "--limit", 200, "--epochs", 12,

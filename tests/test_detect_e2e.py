@@ -116,7 +116,7 @@ def test_training_lowers_the_loss(tmp_path, capsys):
     The detection loss without the L2 term (which random init makes large and slow to
     move), its last three epochs against its first three: one epoch's loss moves by
     ±10 % with the parser's random flips and scales alone, so single epochs are too
-    noisy to compare (docs/PERFORMANCE.md, section 10, has the spread over seeds and
+    noisy to compare (docs/performance-log.md, "How far the learning tests are from their bounds", has the spread over seeds and
     thread counts).
     """
     result, _ = detect(

@@ -16,7 +16,7 @@ Three kinds of figure:
 
 L40SBENCH_BENCH_SLOWDOWN=F (default 1) makes every product-side call F times
 slower, by sleeping (F - 1) times its own duration after it: how the gate was
-shown to catch a 1.5x slowdown (docs/PERFORMANCE.md, section 9).
+shown to catch a 1.5x slowdown (docs/performance-log.md, "The CI speed gate").
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def slowed_batches():
 
 def test_epoch_from_the_decoded_arrays_against_batched_tensors(benchmark, model, images):
     """The product's feed (fit on the cached uint8 arrays, shuffled) costs no more than tensors
-    already batched in memory (docs/PERFORMANCE.md section 2)."""
+    already batched in memory (docs/performance-log.md, "Input pipeline")."""
     import tensorflow as tf
 
     x, y = images  # four steps an epoch: a fixed per-epoch cost shows, and the steps' noise averages out

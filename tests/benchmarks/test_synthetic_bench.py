@@ -5,7 +5,7 @@ mostly convolution. The sweep's step (MirroredStrategy over one device,
 synthetic tensors made on the device, tf.function) is divided by the same
 registry model's plain Keras `train_on_batch` on the same tensors, timed in
 the same rounds: the sweep must not report a slower step than Keras would
-take (docs/PERFORMANCE.md section 11 sets it against `model.fit`).
+take (docs/performance-log.md, "Synthetic sweeps" sets it against `model.fit`).
 """
 
 from __future__ import annotations
