@@ -82,7 +82,7 @@ def main() -> int:
                         help="reuse the scenario entries the run's record already holds for these runtimes")
     args = parser.parse_args()
 
-    from l40sbench.core.records import read_result_file
+    from l40sbench.core.reading import read_result_file
     from l40sbench.core.utilisation import peak_for
     from l40sbench.peak.measure import measure_env
 

@@ -115,7 +115,7 @@ def test_bad_compare_input_is_one_line_and_exit_2(args, fragment):
 
 @pytest.mark.parametrize("change, fragment", [
     (lambda r: {**r, "task": "synthetic", "rows": "many"}, "the sweep.rows is 'many', not list"),
-    (lambda r: {**r, "task": "synthetic", "rows": [{"model": "lenet"}]}, "rows[0] has no 'per_device_batch'"),
+    (lambda r: {**r, "task": "synthetic", "rows": [{"model": "lenet"}]}, "rows[0] has no 'mode'"),
     (lambda r: {**r, "inference": {**r["inference"], "mean_ms": "fast"}}, "inference.mean_ms is 'fast', not number"),
     (lambda r: {**r, "train": {**r["train"], "epoch_seconds": "1,2"}}, "train.epoch_seconds is '1,2'"),
     (lambda r: {**r, "rows": []}, "a classify record holds sweep rows"),
@@ -133,8 +133,13 @@ def test_a_record_with_the_right_tag_and_wrong_contents_is_one_line(tiny_runs, t
 
 
 def _runtime_row(runtime: str, mean_ms: float, status: str = "ok") -> dict:
-    inference = None if status != "ok" else {"mean_ms": mean_ms, "p50_ms": mean_ms, "p99_ms": mean_ms,
-                                             "images_per_second": 1000 / mean_ms}
+    from dataclasses import asdict
+
+    from l40sbench.core.results import InferenceResult
+
+    inference = None if status != "ok" else asdict(InferenceResult(
+        batch_size=1, warmup_excluded=1, images_timed=20, mean_ms=mean_ms, images_per_second=1000 / mean_ms,
+        p50_ms=mean_ms, p90_ms=mean_ms, p99_ms=mean_ms, min_ms=mean_ms, max_ms=mean_ms, std_ms=0.0))
     return {"runtime": runtime, "status": status, "precision_requested": "fp32", "inference": inference,
             "accuracy": {"test_accuracy": 0.5, "agreement_with_tf": 1.0} if inference else {}}
 

@@ -208,13 +208,15 @@ def test_older_records_are_upgraded_in_one_step_where_they_are_read(tmp_path):
     import json
 
     from l40sbench.core.migrate import upgrade
-    from l40sbench.core.records import SCHEMA, read_result_file
+    from l40sbench.core.reading import read_result_file
+    from l40sbench.core.records import SCHEMA
     from l40sbench.report.inputs import backend
 
-    old = {"schema": SCHEMA, "task": "classify", "base": "vgg19", "config": {"epochs": 1},
+    old = {"schema": SCHEMA, "task": "classify", "base": "vgg19", "complete": True, "config": {"epochs": 1},
            "env": {"calibration": {"matmul_gflops": 207.0, "conv_gflops": 190.0}},
-           "train": {"epochs": 1, "epoch_seconds": [3.0], "total_seconds": 3.0, "first_epoch_seconds": 3.0,
-                     "steady_epoch_seconds": None}, "accuracy": {}, "inference": None}
+           "dataset": {"source": "stand-in", "train_images": 8, "test_images": 8, "classes": {}}, "weights": "random",
+           "train": {"epochs": 1, "batch_size": 4, "epoch_seconds": [3.0], "total_seconds": 3.0,
+                     "first_epoch_seconds": 3.0, "steady_epoch_seconds": None}, "accuracy": {}, "inference": None}
     path = tmp_path / "result.json"
     path.write_text(json.dumps(old))
     (record,) = read_result_file(path)
@@ -227,3 +229,32 @@ def test_older_records_are_upgraded_in_one_step_where_they_are_read(tmp_path):
     study = upgrade({**old, "source": "the French study", "config": {}})
     assert "backend" not in study["config"] and backend(study) is None
     assert upgrade(record) == record  # today's shape is left as it is
+
+
+def test_the_schema_is_the_result_dataclasses():
+    """Each block checks its dataclass's fields: required where the class requires them, the kinds its types give."""
+    import dataclasses
+
+    from l40sbench.core import results, schema
+
+    for table, cls in ((schema.RUN, results.RunResult), (schema.TRAIN, results.TrainResult),
+                       (schema.INFERENCE, results.InferenceResult), (schema.RUNTIME, results.RuntimeResult),
+                       (schema.SCENARIO, results.ScenarioResult), (schema.SWEEP, results.SweepResult),
+                       (schema.ROW, results.Row)):
+        assert [name.lstrip("~") for name in table] == [f.name for f in dataclasses.fields(cls)]
+    assert schema.TRAIN["epoch_seconds"] == "numbers" and schema.TRAIN["first_epoch_seconds"] == "number?"
+    assert schema.RUN["dataset"] == "dict" and schema.RUN["~inference"] == "dict?"
+    assert schema.ROW["xla"] == "bool" and schema.ROW["~images_per_second"] == "number?"
+    with pytest.raises(ValueError, match="train.batch_size is 'sixteen', not int"):
+        record = json.loads(json.dumps(_tiny_run_record()))
+        record["train"]["batch_size"] = "sixteen"
+        schema.check_record(record)
+
+
+def _tiny_run_record() -> dict:
+    from l40sbench.core.results import DatasetInfo, RunResult, TrainResult
+
+    train = TrainResult(epochs=1, batch_size=4, epoch_seconds=(2.0,), total_seconds=2.0, first_epoch_seconds=2.0,
+                        steady_epoch_seconds=None)
+    return RunResult(task="classify", base="vgg19", complete=True, config={}, env={},
+                     dataset=DatasetInfo("stand-in", 8, 8, {}), train=train, weights="random").to_dict()

@@ -108,15 +108,21 @@ def test_results_files_give_one_priced_row_per_figure(tmp_path):
     """A sweep's rows that ran and a classify run's inference rate; out-of-memory rows are not priced."""
     import json
 
-    sweep = {"schema": "l40sbench.result/1", "task": "synthetic", "config": {}, "env": {}, "rows": [
-        {"model": "resnet50", "mode": "train", "per_device_batch": 64, "devices": 8, "device_kind": "GPU",
-         "status": "ok", "images_per_second": 949.72},
-        {"model": "resnet50", "mode": "train", "per_device_batch": 128, "devices": 8, "device_kind": "GPU",
-         "status": "oom", "images_per_second": None}]}
-    no_training = {"epochs": 0, "epoch_seconds": [], "total_seconds": None, "first_epoch_seconds": None,
-                   "steady_epoch_seconds": None}
-    classify = {"schema": "l40sbench.result/1", "task": "classify", "base": "xception", "config": {}, "env": {},
-                "train": no_training, "accuracy": {}, "inference": {"mean_ms": None, "images_per_second": 152.082}}
+    from l40sbench.core.results import DatasetInfo, InferenceResult, Row, RunResult, SweepResult, TrainResult
+
+    rows = [Row(model="resnet50", mode="train", precision="fp32", xla=False, optimizer="sgd", devices=8, workers=1,
+                device_kind="GPU", per_device_batch=batch, total_batch=8 * batch, status=status,
+                images_per_second=rate).to_dict()
+            for batch, status, rate in ((64, "ok", 949.72), (128, "oom", None))]
+    sweep = SweepResult(complete=True, config={}, env={}, rows=tuple(rows)).to_dict()
+    no_training = TrainResult(epochs=0, batch_size=16, epoch_seconds=(), total_seconds=0.0, first_epoch_seconds=None,
+                              steady_epoch_seconds=None)
+    inference = InferenceResult(batch_size=1, warmup_excluded=1, images_timed=139, mean_ms=None,
+                                images_per_second=152.082, p50_ms=None, p90_ms=None, p99_ms=None, min_ms=None,
+                                max_ms=None, std_ms=None)
+    classify = RunResult(task="classify", base="xception", complete=True, config={}, env={},
+                         dataset=DatasetInfo("stand-in", 0, 140, {}), train=no_training, weights="random",
+                         inference=inference).to_dict()
     (tmp_path / "sweep.json").write_text(json.dumps(sweep))
     (tmp_path / "classify.json").write_text(json.dumps(classify))
     (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))

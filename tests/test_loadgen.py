@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from l40sbench import cli
-from l40sbench.core.records import read_result_file as read_result
+from l40sbench.core.reading import read_result_file as read_result
 from l40sbench.loadgen.child import RESULT_FILE, run_job
 from l40sbench.loadgen.config import Job
 from l40sbench.loadgen.search import confirm

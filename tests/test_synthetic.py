@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from l40sbench.core import child
+from l40sbench.core.results import Row
 from l40sbench.core.stats import step_throughput
 from l40sbench.synthetic import tables
-from l40sbench.synthetic.job import Row
 from l40sbench.synthetic.maxbatch import bisect_largest
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
 from l40sbench.synthetic.sweep import with_scaling, with_utilisation

@@ -1,5 +1,5 @@
 """Records written by earlier versions of the suite, brought to today's shape in one step where they are read
-(core.records.read_result_file, reference.load, and a sweep's sweep.json on --resume); no other module reads an older shape.
+(core.reading.read_result_file, reference.load, and a sweep's sweep.json on --resume); no other module reads an older shape.
 
 - env.calibration (a float32 matmul and a 3x3 conv rate, before the peak per precision was measured) becomes
   an env.peak holding those two figures, its theoretical basis saying where they come from;

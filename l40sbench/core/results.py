@@ -1,7 +1,8 @@
-"""The result record both pipelines write: the contract reports read.
+"""The result records the suite writes, the contract reports read: a run of a task (RunResult) and a
+synthetic sweep (SweepResult, with its rows).
 
 Frozen dataclasses, at most two levels deep; every number carries its unit in
-its name. `to_dict()` adds the schema version.
+its name. `to_dict()` adds the schema version. core.schema derives its checks from these fields.
 """
 
 from __future__ import annotations
@@ -194,6 +195,79 @@ class RunResult:
     devices: dict = field(default_factory=dict)
     # a --devices list: this count's epoch time against one device's (core.scaling)
     scaling: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration's result; every figure carries its unit in its name.
+
+    `devices` is the total over all workers; `total_batch` = per_device_batch x
+    devices (weak scaling: each device keeps its batch as devices are added);
+    `scaling_efficiency` = images/s at N devices / (N x images/s at 1), filled
+    in by the sweep when the 1-device row of the same model and batch exists.
+    `utilisation` is achieved FLOP/s over the measured peak of the row's precision
+    (env.peak; per device times the devices on a GPU, while the CPU's
+    logical devices share one CPU); `utilisation_peak` names that peak.
+    Figures are None unless status is "ok"; `error` is the first line of what
+    stopped the configuration otherwise.
+    """
+
+    model: str
+    mode: str
+    precision: str
+    xla: bool
+    optimizer: str
+    devices: int
+    workers: int
+    device_kind: str
+    per_device_batch: int
+    total_batch: int
+    status: str
+    warmup_steps: int = 0
+    steps: int = 0
+    images_per_second: float | None = None
+    images_per_second_stderr: float | None = None
+    step_ms_mean: float | None = None
+    step_jitter_percent: float | None = None
+    gflops_per_image: float | None = None
+    achieved_tflops: float | None = None
+    utilisation: float | None = None
+    utilisation_peak: str | None = None
+    peak_memory_mb: float | None = None
+    scaling_efficiency: float | None = None
+    seconds: float | None = None
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+    backend: str = "tensorflow"  # rows written before backends were recorded ran on TensorFlow
+
+    @property
+    def key(self) -> tuple:
+        """The Job.key this row answers (devices per worker, as the job counts them)."""
+        return (self.model, self.per_device_batch, self.devices // max(self.workers, 1))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Row:
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """result.json of a sweep: the record family's fields plus `rows` (and `max_batch` with --find-max-batch)."""
+
+    complete: bool
+    config: dict
+    env: dict
+    rows: tuple[dict, ...]
+    max_batch: tuple[dict, ...] = ()
+    notes: dict = field(default_factory=dict)
+    task: str = "synthetic"
+    base: str = "sweep"
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

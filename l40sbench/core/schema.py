@@ -1,39 +1,59 @@
-"""The shape of a result record, checked before anything reads it.
+"""The shape of a result record, checked before anything reads it, derived from the result dataclasses.
 
 report, compare and cost read records written by other versions, other
 machines or other hands. A record with the right schema tag but the wrong
 contents (rows that are not a list, a figure that is a string, a task that
 does not match what the record holds) is refused here with the first field
 that is wrong, rather than failing somewhere inside a table or a plot.
-Fields newer than a record (wall_seconds, utilisation) may be absent.
+Each block's fields and kinds are those of its dataclass in core.results: a
+field the class requires must be there, one with a default may be absent
+(newer than the record); core.migrate has brought older shapes up first.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from typing import Any
+
+from l40sbench.core import results
 
 TASKS = ("classify", "detect", "synthetic")
 
-# kind names: "number" (int or float, not bool), "int", "str", "dict", "list",
-# "numbers" (a list of numbers); a trailing "?" allows null, a leading "~" allows absence.
-RUN = {"base": "str", "config": "dict", "env": "dict", "train": "dict", "accuracy": "dict", "inference": "dict?",
-       "~complete": "bool", "~utilisation": "dict", "~devices": "dict",
-       "~scaling": "dict"}
-TRAIN = {"epochs": "int", "epoch_seconds": "numbers", "total_seconds": "number?", "first_epoch_seconds": "number?",
-         "steady_epoch_seconds": "number?", "~batch_size": "int?", "~wall_seconds": "number?",
-         "~wall_seconds_at_epoch": "numbers", "~test_metric_per_epoch": "numbers", "~loss_per_epoch": "numbers"}
-INFERENCE = {"mean_ms": "number?", "images_per_second": "number?", "~images_timed": "int", "~p50_ms": "number?",
-             "~p90_ms": "number?", "~p99_ms": "number?", "~times_ms": "numbers", "~stages_mean_ms": "dict",
-             "~runtimes": "list", "~scenarios": "list"}
-SCENARIO = {"runtime": "str", "scenario": "str", "result": "str", "settings": "dict", "~reasons": "list",
-            "~samples_per_second": "number?", "~latency_ms": "dict", "~queries": "int?", "~sut": "dict",
-            "~search": "dict?"}
-RUNTIME = {"runtime": "str", "status": "str", "~reason": "str", "~precision": "str", "~precision_requested": "str",
-           "~size_mb": "number?", "~export_seconds": "number?", "~threads": "int?", "inference": "dict?",
-           "~accuracy": "dict"}
-SWEEP = {"config": "dict", "env": "dict", "rows": "list", "~complete": "bool"}
-ROW = {"model": "str", "per_device_batch": "int", "devices": "int", "status": "str", "~mode": "str",
-       "~precision": "str?", "~device_kind": "str", "images_per_second": "number?", "~step_ms_mean": "number?"}
+
+def _kind(hint) -> str:
+    """The schema kind of a dataclass field's type: "number", "int", "str", "bool", "dict", "list" or
+    "numbers" (a list of numbers), with "?" where None is allowed."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return _kind(args[0]) + "?"
+    origin = typing.get_origin(hint) or hint
+    if origin is tuple:
+        return "numbers" if args and args[0] in (int, float) else "list"
+    if dataclasses.is_dataclass(hint) or origin is dict:
+        return "dict"
+    return {float: "number", int: "int", str: "str", bool: "bool", list: "list"}[origin]
+
+
+def fields_of(cls) -> dict[str, str]:
+    """A result dataclass's fields as the schema checks them: name -> kind, a leading "~" where the field has
+    a default (a record older than the field may lack it; one the class requires, every record has had)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out[("" if required else "~") + f.name] = _kind(hints[f.name])
+    return out
+
+
+RUN = fields_of(results.RunResult)
+TRAIN = fields_of(results.TrainResult)
+INFERENCE = fields_of(results.InferenceResult)
+RUNTIME = fields_of(results.RuntimeResult)
+SCENARIO = fields_of(results.ScenarioResult)
+SWEEP = fields_of(results.SweepResult)
+ROW = fields_of(results.Row)
 
 
 def _is(value: Any, kind: str) -> bool:

@@ -26,7 +26,7 @@ def read_run(run_dir: Path) -> dict:
     Raises:
       UserError: no result.json, not a run of a pipeline, or not finished.
     """
-    from l40sbench.core.records import read_result_file
+    from l40sbench.core.reading import read_result_file
 
     if not run_dir.is_dir():
         raise UserError(f"run folder not found: {run_dir}")

@@ -28,8 +28,7 @@ import re
 from pathlib import Path
 
 from l40sbench.core.records import to_json
-from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, TrainResult
-from l40sbench.synthetic.sweep import SweepResult
+from l40sbench.core.results import DatasetInfo, InferenceResult, RunResult, SweepResult, TrainResult
 
 LEADERGPU_SOURCE = "LeaderGPU, tf_cnn_benchmarks results (French article, 2017): shared/seeds/leadergpu_tf_cnn_benchmarks_fr.txt"
 L40S_SOURCE = "L40S fine-tuning and inference study (Japanese article): shared/seeds/l40s_finetune_inference_ja.txt"

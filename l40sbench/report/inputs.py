@@ -14,7 +14,7 @@ from pathlib import Path
 
 from l40sbench import reference
 from l40sbench.core.env import gpu_models
-from l40sbench.core.records import read_result_file
+from l40sbench.core.reading import read_result_file
 from l40sbench.errors import UserError
 
 

@@ -9,9 +9,10 @@ import os
 import sys
 
 from l40sbench.core import child
+from l40sbench.core.results import Row
 from l40sbench.core.text import Log
 from l40sbench.synthetic.config import SweepConfig
-from l40sbench.synthetic.job import Job, Row, failed_row
+from l40sbench.synthetic.job import Job, failed_row
 from l40sbench.synthetic.worker import ROW_MARKER
 
 

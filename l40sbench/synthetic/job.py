@@ -6,7 +6,9 @@ it without TensorFlow.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+
+from l40sbench.core.results import Row
 
 MODES = ("train", "inference")
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -73,62 +75,6 @@ class Job:
     @classmethod
     def from_dict(cls, values: dict) -> Job:
         return cls(**{**values, "settings": StepSettings(**values.get("settings", {}))})
-
-
-@dataclass(frozen=True)
-class Row:
-    """One configuration's result; every figure carries its unit in its name.
-
-    `devices` is the total over all workers; `total_batch` = per_device_batch x
-    devices (weak scaling: each device keeps its batch as devices are added);
-    `scaling_efficiency` = images/s at N devices / (N x images/s at 1), filled
-    in by the sweep when the 1-device row of the same model and batch exists.
-    `utilisation` is achieved FLOP/s over the measured peak of the row's precision
-    (l40sbench.peak; per device times the devices on a GPU, while the CPU's
-    logical devices share one CPU); `utilisation_peak` names that peak.
-    Figures are None unless status is "ok"; `error` is the first line of what
-    stopped the configuration otherwise.
-    """
-
-    model: str
-    mode: str
-    precision: str
-    xla: bool
-    optimizer: str
-    devices: int
-    workers: int
-    device_kind: str
-    per_device_batch: int
-    total_batch: int
-    status: str
-    warmup_steps: int = 0
-    steps: int = 0
-    images_per_second: float | None = None
-    images_per_second_stderr: float | None = None
-    step_ms_mean: float | None = None
-    step_jitter_percent: float | None = None
-    gflops_per_image: float | None = None
-    achieved_tflops: float | None = None
-    utilisation: float | None = None
-    utilisation_peak: str | None = None
-    peak_memory_mb: float | None = None
-    scaling_efficiency: float | None = None
-    seconds: float | None = None
-    error: str | None = None
-    extra: dict = field(default_factory=dict)
-    backend: str = "tensorflow"  # rows written before backends were recorded ran on TensorFlow
-
-    @property
-    def key(self) -> tuple:
-        """The Job.key this row answers (devices per worker, as the job counts them)."""
-        return (self.model, self.per_device_batch, self.devices // max(self.workers, 1))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> Row:
-        return cls(**values)
 
 
 def failed_row(job: Job, status: str, error: str, *, device_kind: str, workers: int = 1,

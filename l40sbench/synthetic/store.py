@@ -10,9 +10,9 @@ from pathlib import Path
 
 from l40sbench.core.migrate import upgrade_state
 from l40sbench.core.records import to_json, write_atomic
+from l40sbench.core.results import Row
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
-from l40sbench.synthetic.job import Row
 
 ROWS_FILE = "rows.jsonl"
 SWEEP_FILE = "sweep.json"

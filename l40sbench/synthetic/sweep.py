@@ -13,18 +13,17 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from l40sbench.core.env import gpu_models
-from l40sbench.core.records import SCHEMA, to_json, write_atomic
+from l40sbench.core.records import to_json, write_atomic
+from l40sbench.core.results import Row, SweepResult
 from l40sbench.core.text import Log
 from l40sbench.core.timing import Stopwatch
 from l40sbench.core.utilisation import peak_for, utilisation
 from l40sbench.errors import UserError
 from l40sbench.synthetic.children import child_fingerprint, measure_peak, run_job
 from l40sbench.synthetic.config import SweepConfig
-from l40sbench.synthetic.job import Row
 from l40sbench.synthetic.maxbatch import find_max_batches
 from l40sbench.synthetic.store import ROWS_FILE, SWEEP_FILE, append_row, cut_torn_line, load_rows, read_state
 
@@ -37,37 +36,6 @@ def nvidia_gpu_present() -> bool:
     gpus = Path("/proc/driver/nvidia/gpus")
     hidden = os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1")
     return not hidden and gpus.is_dir() and any(gpus.iterdir())
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """result.json of a sweep: the record family's fields plus `rows` (and `max_batch` with --find-max-batch)."""
-
-    complete: bool
-    config: dict
-    env: dict
-    rows: tuple[dict, ...]
-    max_batch: tuple[dict, ...] = ()
-    notes: dict = field(default_factory=dict)
-    task: str = "synthetic"
-    base: str = "sweep"
-
-    def to_dict(self) -> dict:
-        return {"schema": SCHEMA, **dataclasses.asdict(self)}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def with_utilisation(row: Row, state: dict) -> Row:

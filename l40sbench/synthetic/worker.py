@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 
 from l40sbench.core.child import first_line
-from l40sbench.synthetic.job import Job, Row, failed_row, flops_per_image
+from l40sbench.core.results import Row
+from l40sbench.synthetic.job import Job, failed_row, flops_per_image
 
 ROW_MARKER = "L40SBENCH-ROW "
 CLASSES = 1000
