@@ -220,12 +220,12 @@ def test_older_records_are_upgraded_in_one_step_where_they_are_read(tmp_path):
     path = tmp_path / "result.json"
     path.write_text(json.dumps(old))
     (record,) = read_result_file(path)
-    assert record["config"]["backend"] == "tensorflow" and record["env"]["backend"] == "tensorflow"
+    assert record["env"]["backend"] == "tensorflow" and backend(record) == "tensorflow"
     assert record["env"]["peak"]["matmul"]["float32"]["gflops"] == 207.0
     assert record["env"]["peak"]["conv_float32_gflops"] == 190.0
     assert json.loads(path.read_text()) == old  # read, never rewritten
     sweep = upgrade({"task": "synthetic", "config": {"settings": {}}, "env": {}, "rows": []})
-    assert sweep["config"]["settings"]["backend"] == "tensorflow"
+    assert backend(sweep) == "tensorflow" and sweep["config"] == {"settings": {}}
     study = upgrade({**old, "source": "the French study", "config": {}})
     assert "backend" not in study["config"] and backend(study) is None
     assert upgrade(record) == record  # today's shape is left as it is

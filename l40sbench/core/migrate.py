@@ -3,9 +3,9 @@
 
 - env.calibration (a float32 matmul and a 3x3 conv rate, before the peak per precision was measured) becomes
   an env.peak holding those two figures, its theoretical basis saying where they come from;
-- a record of the suite's without a Keras backend ran on TensorFlow, the only backend of those versions; so
-  did the studies (Keras on TensorFlow, the TF Object Detection API), whose reference records (they name
-  their `source`) get it in their environment only: their config names none, so they match any backend.
+- an environment without a Keras backend ran on TensorFlow: the suite's records from before other backends,
+  and the studies' (Keras on TensorFlow, the TF Object Detection API). A record's config is left as it is:
+  a study's names no backend, so it matches any (report.inputs.backend).
 """
 
 from __future__ import annotations
@@ -18,16 +18,9 @@ DEFAULT_BACKEND = "tensorflow"
 
 def upgrade(record: dict) -> dict:
     """`record` in today's shape (a new dict; the one given is not changed)."""
-    record = dict(record)
-    env = upgrade_env(record.get("env") or {})
-    if record.get("source"):
-        return {**record, "env": {"backend": DEFAULT_BACKEND, **env}} if "env" in record else record
-    config = dict(record.get("config") or {})
-    if record.get("task") == "synthetic":
-        config["settings"] = {"backend": DEFAULT_BACKEND, **(config.get("settings") or {})}
-    else:
-        config.setdefault("backend", DEFAULT_BACKEND)
-    return {**record, "config": config, "env": {"backend": DEFAULT_BACKEND, **env}}
+    if "env" not in record:
+        return dict(record)
+    return {**record, "env": {"backend": DEFAULT_BACKEND, **upgrade_env(record["env"] or {})}}
 
 
 def upgrade_state(state: dict) -> dict:

@@ -47,7 +47,7 @@ def model_path(run_dir: Path, record: dict) -> Path:
     Raises:
       UserError: the run was fine-tuned off tensorflow, or its folder holds no model.
     """
-    backend = record["config"]["backend"]
+    backend = record["config"].get("backend") or record["env"]["backend"]  # detect's config names none
     if backend != "tensorflow":
         raise UserError(f"{run_dir} was fine-tuned on {backend}: infer times models trained on the tensorflow "
                         "backend (the other runtimes take them through TensorFlow's exporters)")

@@ -81,12 +81,14 @@ def machine(record: dict) -> str:
 
 
 def backend(record: dict) -> str | None:
-    """The Keras backend a record computed on: its config's (a sweep's settings'); None for a study's
-    reference record (unknown, matches any)."""
+    """The Keras backend a record computed on: its config's (a sweep's settings'), else its environment's
+    (detect's config names none: it runs on TensorFlow); None for a study's reference record (unknown,
+    matches any)."""
     if record.get("source"):
         return None
     config = record.get("config") or {}
-    return config.get("backend") or (config.get("settings") or {}).get("backend")
+    return (config.get("backend") or (config.get("settings") or {}).get("backend")
+            or (record.get("env") or {}).get("backend"))
 
 
 def replicas(record: dict) -> int:
