@@ -63,7 +63,6 @@ def _timed(path: Path, exporter: str, precision: str, work) -> Artifact:
 
 def _keras_export(model, path: Path, options: dict, fixed: str) -> Artifact:
     exporter = f"keras Model.export(format={options['format']!r})"
-    path.parent.mkdir(parents=True, exist_ok=True)
     return _timed(path, exporter, fixed, lambda: model.export(str(path), verbose=False, **options))
 
 
@@ -91,14 +90,12 @@ def saved_model_as_is(saved_model: Path, precision: str, out_dir: Path, signatur
 
 def saved_model_to_onnx(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
     path = out_dir / "model.onnx"
-    out_dir.mkdir(parents=True, exist_ok=True)
     return _timed(path, f"tf2onnx.convert --saved-model --opset {ONNX_OPSET}", "fp32",
                   lambda: _tf2onnx(saved_model, signature, path))
 
 
 def saved_model_to_openvino(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
     path = out_dir / "model.xml"
-    out_dir.mkdir(parents=True, exist_ok=True)
 
     def convert():
         import openvino as ov
@@ -111,7 +108,6 @@ def saved_model_to_openvino(saved_model: Path, precision: str, out_dir: Path, si
 
 def saved_model_to_litert(saved_model: Path, precision: str, out_dir: Path, signature: str) -> Artifact:
     path = out_dir / "model.tflite"
-    out_dir.mkdir(parents=True, exist_ok=True)
     settings, fixed = litert_options(precision)
 
     def convert():

@@ -96,6 +96,7 @@ def export_keras(model, runtime: str, precision: str, out_dir: Path) -> export.A
     spec = RUNTIMES.get(runtime)
     if spec.from_keras is None:
         raise ValueError(f"no export for runtime {runtime!r}")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)  # the runtime's folder: its timing child writes there too
     return spec.from_keras(model, precision, Path(out_dir))
 
 
@@ -105,4 +106,5 @@ def convert_saved_model(saved_model: Path, runtime: str, precision: str, out_dir
     spec = RUNTIMES.get(runtime)
     if spec.from_saved_model is None:
         raise ValueError(f"no conversion for runtime {runtime!r}")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)  # the runtime's folder: its timing child writes there too
     return spec.from_saved_model(Path(saved_model), precision, Path(out_dir), signature)
