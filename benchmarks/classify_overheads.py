@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from l40sbench import paths, peak  # noqa: E402
+from l40sbench import paths  # noqa: E402
 from l40sbench.backends import facts  # noqa: E402
 from l40sbench.classify.bases import BASES  # noqa: E402
 from l40sbench.classify.model import build_base, build_classifier  # noqa: E402
@@ -32,6 +32,7 @@ from l40sbench.classify.task import epoch_callback, make_forward  # noqa: E402
 from l40sbench.core.env import fingerprint  # noqa: E402
 from l40sbench.core.timing import EpochClock, probe_latency  # noqa: E402
 from l40sbench.data import folders as data_mod  # noqa: E402
+from l40sbench.peak.measure import measure as measure_peak  # noqa: E402
 
 
 def main() -> None:
@@ -54,7 +55,7 @@ def main() -> None:
     model = build_classifier(spec, base, args.image_size, 2, None)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=False)
 
-    machine = peak.measure()  # the rates beside the times below (docs/PERFORMANCE.md, "The machine")
+    machine = measure_peak()  # the rates beside the times below (docs/PERFORMANCE.md, "How to read these figures")
     in_memory = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).cache().prefetch(tf.data.AUTOTUNE)
     for _ in in_memory:  # fill the cache: later epochs read tensors already in memory
         pass

@@ -125,7 +125,8 @@ def gate_probe_over_bare_loop(benchmark, call: Callable, images, name: str, what
 @pytest.fixture(scope="session")
 def conv_kernel():
     """The peak measurement's 3x3 convolution (l40sbench.peak), compiled once, its output read on the host."""
-    from l40sbench import backends, peak
+    from l40sbench import backends
+    from l40sbench.peak import measure as peak
 
     conv = backends.load("tensorflow").conv(peak.CONV_SHAPE, peak.CONV_FILTERS)
     conv()
