@@ -117,9 +117,13 @@ def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scena
                 if r["runtime"] == "onnxruntime"]
     capacity = probe["inference"]["images_per_second"]
     low, high = round(capacity / 4, 1), round(capacity * 4, 1)
+    # A bound 20x the one-image time: a shared host's stalls (p90 48 ms against an 11 ms service time, seen in a
+    # clean-clone run on a slow host) stay under it at a quarter of capacity, while at four times capacity the
+    # queue grows for the whole test and its latencies reach seconds.
+    bound_ms = max(250.0, 20 * probe["inference"]["mean_ms"])
     assert cli.main(["infer", str(every_scenario), "--runtimes", "onnxruntime", "--scenario", "server",
                      "--target-qps", f"{low},{high}", "--duration", "1", "--min-queries", "500",
-                     "--latency-bound-ms", "100"]) == 0
+                     "--latency-bound-ms", f"{bound_ms:g}"]) == 0
     server = {e["settings"]["target_qps"]: e for e in _entries(every_scenario, "server")}
     assert server[low]["result"] == "VALID", server[low]["reasons"]
     assert server[high]["result"] == "INVALID" and "Performance constraints not satisfied" in server[high]["reasons"]
