@@ -1,7 +1,6 @@
 """Timing core with a fake clock: no framework, no real time."""
 
 import json
-import math
 
 import pytest
 
@@ -52,7 +51,7 @@ def test_probe_drops_warmup_and_computes_rate():
     assert stats.min_ms == pytest.approx(10.0)
     assert stats.max_ms == pytest.approx(30.0)
     assert stats.images_per_second == pytest.approx(50.0)
-    assert stats.std_ms == pytest.approx(math.sqrt(200 / 3))
+    assert stats.std_ms == pytest.approx(10.0)  # the sample standard deviation (ddof=1)
 
 
 def test_probe_syncs_before_every_clock_reading():
@@ -90,18 +89,20 @@ def test_interleaved_probes_rotate_per_sample_and_drop_warmup_each():
     assert stats["b"].mean_ms == pytest.approx(30.0)
 
 
-def test_percentiles_interpolate_linearly():
-    stats = summarize([i / 1000 for i in range(1, 101)])  # 1..100 ms
-    assert stats.p50_ms == pytest.approx(50.5)
-    assert stats.p90_ms == pytest.approx(90.1)
-    assert stats.p99_ms == pytest.approx(99.01)
+def test_percentiles_are_loadgens():
+    """LoadGen's definition: the sorted samples at index floor(n x fraction), no interpolation."""
+    stats = summarize([i / 1000 for i in range(100, 0, -1)])  # 100..1 ms
+    assert stats.p50_ms == pytest.approx(51.0)
+    assert stats.p90_ms == pytest.approx(91.0)
+    assert stats.p99_ms == pytest.approx(100.0)
+    assert summarize([0.003, 0.001, 0.002]).p50_ms == pytest.approx(2.0)
 
 
 def test_summarize_handles_zero_and_one_sample():
     empty = summarize([])
     assert empty.count == 0 and empty.mean_ms is None and empty.images_per_second is None
     one = summarize([0.004])
-    assert one.count == 1 and one.std_ms == 0.0 and one.p99_ms == pytest.approx(4.0)
+    assert one.count == 1 and one.std_ms is None and one.p99_ms == pytest.approx(4.0)
     assert summarize([0.004], images_per_call=16).images_per_second == pytest.approx(4000.0)
 
 

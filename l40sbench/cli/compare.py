@@ -12,11 +12,16 @@ def add(subparsers) -> None:
         help="two results side by side; exit 1 when the new one got slower or less accurate",
         description=(
             "Matches the rows of BASELINE and NEW on task, model, batch, devices, precision and image size, "
-            "prints every timing, images/s and accuracy figure of each pair with its ratio new/baseline, and "
-            "lists the rows without a partner. Exit 1 when a time grew (or images/s fell) beyond --tolerance "
-            "or an accuracy fell beyond --accuracy-tolerance, or a configuration that ran now fails; 0 "
-            "otherwise; 2 on bad input. Each side is a result file, a run folder or a reference "
-            "(l40s, leadergpu-2017)."
+            "prints every timing, images/s and accuracy figure of each pair with its ratio new/baseline and, "
+            "where both records keep the samples, the ratio's 95 % bootstrap interval, and lists the rows "
+            "without a partner. A time or rate counts as worse only when its whole interval lies beyond "
+            "--tolerance (else 'within noise'); a figure without samples (references, older records) is "
+            "judged on its two values. Where the two machines' measured float32 matmul peaks differ beyond "
+            "the tolerance, times and rates are judged normalised by them (--raw: as measured). Rows from a "
+            "run the stability guard called unstable are marked. Exit 1 when a figure got significantly "
+            "worse beyond the tolerance, an accuracy fell beyond --accuracy-tolerance, or a configuration "
+            "that ran now fails; 0 otherwise; 2 on bad input. Each side is a result file, a run folder or a "
+            "reference (l40s, leadergpu-2017)."
         ),
     )
     p.add_argument("baseline", metavar="BASELINE", help="result file, run folder or reference name")
@@ -25,6 +30,8 @@ def add(subparsers) -> None:
                    help="how much slower a time may get before it counts as a regression (default: 10)")
     p.add_argument("--accuracy-tolerance", type=finite, default=2.0, metavar="POINTS",
                    help="how many points accuracy or mAP may fall (2 = 0.02) (default: 2)")
+    p.add_argument("--raw", action="store_true",
+                   help="judge times and rates as measured, not normalised by the machines' peaks")
     p.set_defaults(func=run)
 
 
@@ -42,14 +49,22 @@ def run(args) -> int:
         print(f"{name}: {item} ({machines}{calibration})")
     try:
         result = compare.compare([x.record for x in sides["baseline"]], [x.record for x in sides["new"]],
-                                 args.tolerance, args.accuracy_tolerance)
+                                 args.tolerance, args.accuracy_tolerance, raw=args.raw)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    for text in result.machines:
+        print(text)
     if result.rows:
         print()
-        print(format_table(("row", "figure", "baseline", "new", "new/baseline", "verdict"),
-                           [(r.line, r.figure, figure(r.baseline), figure(r.new),
-                             "-" if r.ratio is None else f"{r.ratio:.3f}", r.verdict) for r in result.rows]))
+        print(format_table(("row", "figure", "baseline", "new", "new/baseline", "95 % interval", "verdict"),
+                           [(r.line, r.figure, figure(r.baseline), figure(r.new), _ratio(r),
+                             "-" if r.interval is None else f"{r.interval[0]:.3f}-{r.interval[1]:.3f}", r.verdict)
+                            for r in result.rows]))
+        print(f"\nrule: {compare.RULE}")
+        unstable = sorted({r.unstable for r in result.rows if r.unstable})
+        if unstable:
+            print(f"note: rows marked [unstable] rest on a record the stability guard called unstable "
+                  f"({'; '.join(unstable)}): their verdicts hold only as far as that run does")
     for title, labels in (("only in the baseline", result.only_baseline), ("only in the new", result.only_new)):
         if labels:
             print(f"\nrows {title} (no partner):")
@@ -62,6 +77,15 @@ def run(args) -> int:
         print(f"REGRESSION: {len(result.regressions)} figure(s) got worse beyond the tolerance: "
               + "; ".join(f"{r.line} {r.figure}" for r in result.regressions))
         return 1
-    print(f"no regression: {len(result.rows)} figure(s) within {args.tolerance:g} % "
-          f"(accuracy {args.accuracy_tolerance:g} points)")
+    noise = sum(r.verdict.startswith("within noise") for r in result.rows)
+    machine = " normalised by the machines' peaks," if result.machines else ""
+    print(f"no regression: {len(result.rows)} figure(s),{machine} none significantly worse beyond "
+          f"{args.tolerance:g} % (accuracy {args.accuracy_tolerance:g} points)"
+          + (f"; {noise} within noise" if noise else ""))
     return 0
+
+
+def _ratio(row) -> str:
+    if row.ratio is None:
+        return "-"
+    return f"{row.ratio:.3f}" + (" (normalised)" if row.normalised else "")

@@ -58,6 +58,7 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     """Runs the task through the harness, writing results as it goes, then prints the summary; the finished
     record is appended to `collect` when one is given."""
     from l40sbench.core.records import write_result
+    from l40sbench.core.stability import line as stability_line
     from l40sbench.harness.run import run_task
     from l40sbench.report import tables
 
@@ -105,4 +106,5 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     print(tables.accuracy_lines(result))
     print(tables.utilisation_line(result))
     print(f"results: {saved['path']} and result.csv")
+    print(stability_line(result.get("stability")))
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from l40sbench.core.intervals import PERCENTILE_METHOD, describe
 from l40sbench.core.records import SCHEMA
 from l40sbench.core.stats import LatencyStats
 from l40sbench.core.timing import EpochTimes
@@ -47,6 +48,8 @@ class TrainResult:
     # Wall time from the start of training to the end of each epoch, its scoring included
     # (cost to accuracy bills this up to the epoch that reached the target).
     wall_seconds_at_epoch: tuple[float, ...] = ()
+    # n, mean, median, std and 95 % intervals of the steady epochs (2..N) (core.intervals)
+    steady_epoch_interval: dict = field(default_factory=dict)
 
     @property
     def rate_epoch_seconds(self) -> float | None:
@@ -68,6 +71,7 @@ class TrainResult:
             test_metric_per_epoch=tuple(float(v) for v in test_metric_per_epoch),
             wall_seconds=wall_seconds,
             wall_seconds_at_epoch=tuple(float(v) for v in wall_seconds_at_epoch),
+            steady_epoch_interval=describe(times.epoch_seconds[1:]),
         )
 
 
@@ -86,6 +90,9 @@ class InferenceResult:
     std_ms: float | None
     stages_mean_ms: dict = field(default_factory=dict)
     times_ms: tuple[float, ...] = ()  # every timed call, in order, warm-up excluded
+    # n, mean, median, std and 95 % intervals of times_ms (core.intervals); how the percentiles are taken
+    interval_ms: dict = field(default_factory=dict)
+    percentiles: str = ""
     # One RuntimeResult per runtime timed (tf first, the figures above); empty when no other runtime was asked for.
     runtimes: tuple = ()
     # One ScenarioResult per (runtime, scenario, settings) that `infer --scenario` ran.
@@ -109,6 +116,8 @@ class InferenceResult:
             std_ms=stats.std_ms,
             stages_mean_ms=dict(stages_mean_ms or {}),
             times_ms=stats.times_ms,
+            interval_ms=describe(stats.times_ms),
+            percentiles=PERCENTILE_METHOD,
         )
 
 
@@ -195,6 +204,8 @@ class RunResult:
     devices: dict = field(default_factory=dict)
     # a --devices list: this count's epoch time against one device's (core.scaling)
     scaling: dict = field(default_factory=dict)
+    # whether the machine held still while timed: verdict, reasons, the guard's bursts (core.stability)
+    stability: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}
@@ -232,6 +243,8 @@ class Row:
     images_per_second_stderr: float | None = None
     step_ms_mean: float | None = None
     step_jitter_percent: float | None = None
+    step_ms: tuple[float, ...] = ()  # every timed step, in order, warm-up excluded
+    step_ms_interval: dict = field(default_factory=dict)  # their n, mean, median, std and 95 % intervals
     gflops_per_image: float | None = None
     achieved_tflops: float | None = None
     utilisation: float | None = None

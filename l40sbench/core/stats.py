@@ -8,13 +8,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from l40sbench.core.intervals import percentile
+
 
 @dataclass(frozen=True)
 class LatencyStats:
     """Summary of per-call latencies; every time is in milliseconds.
 
     `images_per_second` is 1000 / mean_ms * images_per_call, the article's
-    "1秒当たりの平均処理画像数". All fields are None (times_ms empty) when there are no samples.
+    "1秒当たりの平均処理画像数". All fields are None (times_ms empty) when there are no samples. The
+    standard deviation and the percentiles follow core.intervals' conventions (ddof=1; LoadGen's percentile).
     """
 
     count: int
@@ -37,8 +40,8 @@ def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> Lat
       images_per_call: how many images each call processed (the batch size).
 
     Returns:
-      LatencyStats; std is the population standard deviation (0 for one sample);
-      times_ms keeps every sample, for distributions drawn later.
+      LatencyStats; std is the sample standard deviation (None for one sample), the percentiles
+      LoadGen's (core.intervals.percentile); times_ms keeps every sample, for intervals and plots.
 
     >>> summarize([0.010, 0.020]).mean_ms
     15.0
@@ -51,12 +54,12 @@ def summarize(samples_seconds: Sequence[float], images_per_call: int = 1) -> Lat
     if np.any(ms < 0) or not np.all(np.isfinite(ms)):
         raise ValueError(f"latency samples must be finite and >= 0. Received: {ms.tolist()}")
     mean_ms = float(ms.mean())
-    p50, p90, p99 = (float(v) for v in np.percentile(ms, [50, 90, 99]))
+    p50, p90, p99 = (percentile(ms, fraction) for fraction in (0.5, 0.9, 0.99))
     images_per_second = 1000.0 * images_per_call / mean_ms if mean_ms > 0 else math.inf
     return LatencyStats(
         count=int(ms.size),
         mean_ms=mean_ms,
-        std_ms=float(ms.std()),
+        std_ms=float(ms.std(ddof=1)) if ms.size > 1 else None,
         min_ms=float(ms.min()),
         max_ms=float(ms.max()),
         p50_ms=p50,

@@ -12,12 +12,14 @@ import numpy as np
 
 from l40sbench.core import env as env_mod
 from l40sbench.core.results import RunResult, TrainResult
+from l40sbench.core.stability import verdict
 from l40sbench.core.task import Flops, Probe, Save
 from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Stopwatch
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
+from l40sbench.peak.burst import Guard
 from l40sbench.peak.measure import measure_env
 
 
@@ -40,6 +42,14 @@ def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainRes
         inference_images_per_second=inference_images_per_second,
     )
     return {"flop_counter": flops.counter, **figures} if flops.counter else figures
+
+
+def stability(guard: Guard, epoch_seconds, probe: Probe | None) -> dict:
+    """The run's stability block: the guard's bursts so far, the steady epochs and the probe's latencies."""
+    samples = {"steady epochs": (list(epoch_seconds[1:]), " s")}
+    if probe is not None:
+        samples["per-image latency"] = (list(probe.inference.times_ms), " ms")
+    return verdict([b.to_dict() for b in guard.bursts], samples)
 
 
 def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
@@ -66,6 +76,8 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
     sync = kernels.sync()
     env = {**env_mod.fingerprint(backends.facts()), "peak": measure_env(sync=sync, log=log, backend=config.backend)}
+    guard = Guard(config.backend, sync)
+    guard.check("start")
     clock = EpochClock(sync=sync)
     wall = Stopwatch()
     wall_seconds: list[float] = []
@@ -82,7 +94,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
                                          wall_seconds_at_epoch=loop.wall_at_epoch),
             weights=built.weights, model=built.model_info, inference=inference,
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
-            devices=built.devices,
+            devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe),
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))
@@ -98,6 +110,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
         raise
     sync()
     wall_seconds.append(wall.elapsed())
+    guard.check("after training")
     built.devices.update(placement.after_training(built.model.trainable_weights, before))
     task.after_training(built, clock.epoch_seconds, log)
 
@@ -106,12 +119,14 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
                           built.train_images_per_epoch, probe.inference.images_per_second)
     save(record(True, probe, figures).to_dict())
     exported = task.export(built, data, probe, log)
-    result = record(True, probe, figures)
-    save(result.to_dict())  # the notes may name the export
-    if exported is None:
-        return result
-    reference, work = exported
-    rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
-                            config.output_dir / "runtimes", reference, log,
-                            lambda rows: save(record(True, probe, figures, rows).to_dict()))
-    return record(True, probe, figures, rows)
+    rows = None
+    save(record(True, probe, figures).to_dict())  # the notes may name the export
+    if exported is not None:
+        reference, work = exported
+        rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
+                                config.output_dir / "runtimes", reference, log,
+                                lambda rows: save(record(True, probe, figures, rows).to_dict()))
+    guard.check("end")
+    result = record(True, probe, figures, rows)
+    save(result.to_dict())
+    return result

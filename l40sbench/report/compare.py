@@ -6,129 +6,39 @@ onnxruntime", at the precision the runtime was asked for), and so does
 each LoadGen test (its scenario, workers, bound and rate in the task name;
 VALID counts as ok, so a VALID that became INVALID regresses); a
 field a record leaves unknown (None, as the studies' records do for image
-size) matches any value. Each timing, rate and accuracy figure of a matched
-pair gets its ratio new / baseline and a verdict:
-- a time (lower is better) regresses when new > baseline x (1 + tolerance);
-- a rate (images/s) regresses when new < baseline / (1 + tolerance);
-- an accuracy regresses when it fell by more than the accuracy tolerance
-  (in points: 2 means 0.02 of accuracy or mAP);
-- a configuration that ran in the baseline and failed in the new (out of
-  memory, error, timeout) regresses.
+size) matches any value. A row with no exact partner is matched, second, with one that differs only in
+image size, and the row's label says so (the same model on more pixels is more work, not another model).
+
+Each timing, rate and accuracy figure of a matched pair gets its ratio new / baseline and a verdict (RULE):
+- a figure with samples behind it on both sides (epoch clocks, per-image times, sweep steps) gets the 95 %
+  interval of the ratio (core.intervals.ratio_interval: each side bootstrapped on its own); it regresses
+  only when the whole interval lies beyond the tolerance ("WORSE"); a ratio beyond the tolerance whose
+  interval reaches back into it is "within noise", as is one whose interval holds 1;
+- a figure of one measurement (the first epoch, the wall time) is shown and not judged;
+- a figure with no samples on a side (the studies' references, LoadGen's summary, older records) is judged
+  on its two values alone: a time regresses when new > baseline x (1 + tolerance), a rate when
+  new < baseline / (1 + tolerance);
+- an accuracy regresses when it fell by more than the accuracy tolerance (in points: 2 means 0.02);
+- a configuration that ran in the baseline and failed in the new (out of memory, error, timeout) regresses.
+Where both rows' records carry a measured peak and the float32 matmul rates differ by more than the
+tolerance, times and rates are judged normalised by the machine's speed (new x new peak / baseline peak,
+and its samples alike), unless `raw`. A row from a record the stability guard called unstable says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from l40sbench.core.env import gpu_models
-from l40sbench.report.inputs import backend, replicas
-from l40sbench.report.tables import clock_epoch_seconds, wall_epoch_seconds
+from l40sbench.report.comparable import ACCURACY, KEY_FIELDS, LOWER, Figure, Line, lines
 
-KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size", "backend")
-LOWER, HIGHER, ACCURACY = "time", "rate", "accuracy"
-
-
-@dataclass(frozen=True)
-class Line:
-    """One comparable row of a result: its key, its status and its figures (name -> (value, kind))."""
-
-    key: tuple
-    status: str = "ok"
-    figures: dict = field(default_factory=dict)
-
-    def label(self) -> str:
-        task, model, *rest = self.key
-        return " ".join([str(task), str(model), *(f"{n} {v}" for n, v in zip(KEY_FIELDS[2:], rest) if v is not None)])
+IMAGE_SIZE = KEY_FIELDS.index("image size")
+RULE = ("a time or rate regresses when the 95 % bootstrap interval of new / baseline lies wholly beyond the "
+        "tolerance; figures without samples are judged on their two values")
 
 
-def _gpus(record: dict) -> int:
-    return len(gpu_models(record.get("env") or {})) or 1
-
-
-def _devices(record: dict) -> int:
-    """The replicas a run trained on (its devices block); an older record's GPU count."""
-    return replicas(record) if record.get("devices") else _gpus(record)
-
-
-def lines(record: dict) -> list[Line]:
-    """The comparable rows of one result record (a run, or each configuration of a sweep)."""
-    if record.get("task") == "synthetic":
-        out = []
-        for r in record.get("rows", ()):
-            figures = {}
-            if r.get("images_per_second"):
-                figures = {"images/s": (r["images_per_second"], HIGHER), "step ms": (r.get("step_ms_mean"), LOWER)}
-            out.append(Line((f"synthetic-{r['mode']}", r["model"], r["per_device_batch"], r["devices"],
-                             r.get("precision"), None, r.get("backend") or backend(record)), r["status"], figures))
-        return out
-    config, train, inference = record.get("config") or {}, record.get("train") or {}, record.get("inference") or {}
-    figures = {
-        "epoch s (wall / epochs)": (wall_epoch_seconds(train), LOWER),
-        "epoch s (clock mean)": (clock_epoch_seconds(train), LOWER),
-        "first epoch s": (train.get("first_epoch_seconds"), LOWER),
-        "steady epoch s": (train.get("steady_epoch_seconds"), LOWER),
-        "inference ms/image": (inference.get("mean_ms"), LOWER),
-        "p50 ms": (inference.get("p50_ms"), LOWER),
-        "p99 ms": (inference.get("p99_ms"), LOWER),
-        "images/s": (inference.get("images_per_second"), HIGHER),
-    }
-    for name, value in (record.get("accuracy") or {}).items():
-        if isinstance(value, (int, float)):
-            figures[name] = (value, ACCURACY)
-    key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
-           config.get("image_size"), backend(record))
-    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures), *_runtime_lines(record),
-            *_scenario_lines(record)]
-
-
-def _runtime_lines(record: dict) -> list[Line]:
-    """One line per inference runtime other than tf (tf's figures are the record's own inference line)."""
-    config, out = record.get("config") or {}, []
-    for row in (record.get("inference") or {}).get("runtimes") or ():
-        if row["runtime"] == "tf":
-            continue
-        inference = row.get("inference") or {}
-        figures = {
-            "inference ms/image": (inference.get("mean_ms"), LOWER),
-            "p50 ms": (inference.get("p50_ms"), LOWER),
-            "p99 ms": (inference.get("p99_ms"), LOWER),
-            "images/s": (inference.get("images_per_second"), HIGHER),
-        }
-        for name in ("test_accuracy", "agreement_with_tf", "map_50_95", "map_50"):
-            value = (row.get("accuracy") or {}).get(name)
-            if isinstance(value, (int, float)):
-                figures[name] = (value, ACCURACY)
-        key = (f"{record.get('task')} on {row['runtime']}", record.get("base"), 1, _gpus(record),
-               row.get("precision_requested"), config.get("image_size"), backend(record))
-        out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures))
-    return out
-
-
-def _scenario_lines(record: dict) -> list[Line]:
-    """One line per LoadGen test, matched on runtime, scenario and settings; VALID is its "ok"."""
-    config, out = record.get("config") or {}, []
-    for entry in (record.get("inference") or {}).get("scenarios") or ():
-        settings, latency = entry["settings"], entry.get("latency_ms") or {}
-        chosen = [f"workers {settings.get('workers', 1)}"]
-        if entry["scenario"] == "server":
-            chosen.append(f"bound {settings.get('latency_bound_ms'):g} ms")
-            chosen.append("max rate" if settings.get("find_max_qps") else f"{settings.get('target_qps'):g} qps")
-        if entry["scenario"] == "multi-stream":
-            chosen.append(f"{settings.get('samples_per_query')} per query")
-        figures = {"samples/s": (entry.get("samples_per_second"), HIGHER), "p50 ms": (latency.get("p50"), LOWER),
-                   "p99 ms": (latency.get("p99"), LOWER)}
-        if entry.get("search"):
-            figures["max VALID qps"] = (entry["search"]["max_valid_qps"], HIGHER)
-        key = (f"{record.get('task')} {entry['scenario']} ({', '.join(chosen)}) on {entry['runtime']}",
-               record.get("base"), settings.get("batch", 1), _gpus(record), entry.get("precision_requested"),
-               config.get("image_size"), backend(record))
-        out.append(Line(key, "ok" if entry["result"] == "VALID" else entry["result"], figures))
-    return out
-
-
-def _matches(a: tuple, b: tuple) -> bool:
-    return all(x is None or y is None or x == y for x, y in zip(a, b))
+def _matches(a: tuple, b: tuple, ignore: tuple[int, ...] = ()) -> bool:
+    return all(i in ignore or x is None or y is None or x == y for i, (x, y) in enumerate(zip(a, b)))
 
 
 @dataclass(frozen=True)
@@ -138,9 +48,12 @@ class FigureRow:
     kind: str
     baseline: float | None
     new: float | None
-    ratio: float | None
+    ratio: float | None  # new / baseline, normalised by the machines' peaks where `normalised`
     verdict: str
     regressed: bool
+    interval: tuple[float, float] | None = None  # 95 % interval of the ratio, where samples gave one
+    normalised: bool = False
+    unstable: str = ""  # which side's record the stability guard called unstable
 
 
 @dataclass(frozen=True)
@@ -148,13 +61,19 @@ class Comparison:
     rows: tuple[FigureRow, ...]
     only_baseline: tuple[str, ...]
     only_new: tuple[str, ...]
+    machines: tuple[str, ...] = ()  # one line per pair of machines whose peaks differ beyond the tolerance
 
     @property
     def regressions(self) -> tuple[FigureRow, ...]:
         return tuple(r for r in self.rows if r.regressed)
 
 
-def _verdict(kind: str, base: float, new: float, tolerance: float, accuracy_tolerance: float) -> tuple[str, bool]:
+def _worse_text(kind: str, worse: float) -> str:
+    return f"{100 * abs(worse - 1):.1f} % {'slower' if kind == LOWER else 'fewer images/s'}" if worse >= 1 else \
+        f"{100 * abs(1 - worse):.1f} % {'faster' if kind == LOWER else 'more images/s'}"
+
+
+def _point_verdict(kind: str, base: float, new: float, tolerance: float, accuracy_tolerance: float) -> tuple[str, bool]:
     if kind == ACCURACY:
         drop = base - new
         if drop > accuracy_tolerance / 100 + 1e-12:
@@ -162,36 +81,118 @@ def _verdict(kind: str, base: float, new: float, tolerance: float, accuracy_tole
         return ("better" if new > base else "same" if new == base else "within tolerance"), False
     worse = new / base if kind == LOWER else base / new  # > 1 means worse
     if worse > 1 + tolerance / 100 + 1e-12:
-        return f"WORSE: {100 * (worse - 1):.1f} % {'slower' if kind == LOWER else 'fewer images/s'} (tolerance {tolerance:g} %)", True
+        return f"WORSE: {_worse_text(kind, worse)} (tolerance {tolerance:g} %; no samples)", True
     return ("better" if worse < 1 else "same" if worse == 1 else "within tolerance"), False
 
 
-def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10.0,
-            accuracy_tolerance: float = 2.0) -> Comparison:
-    """Matches the rows of two sets of result records and judges every shared figure."""
-    if not (tolerance >= 0 and accuracy_tolerance >= 0):
-        raise ValueError(f"tolerances must be >= 0. Received: {tolerance!r}, {accuracy_tolerance!r}")
-    base_lines = [line for r in baseline for line in lines(r)]
-    new_lines = [line for r in new for line in lines(r)]
-    unused = list(new_lines)
-    rows, only_baseline = [], []
+def _sampled_verdict(kind: str, worse: float, interval: tuple[float, float], shown: tuple[float, float],
+                     tolerance: float) -> tuple[str, bool]:
+    """`worse` > 1 is worse and `interval` its 95 % interval; `shown` the interval of the figure's own ratio."""
+    low, high = interval
+    bound = 1 + tolerance / 100
+    shown = f"95 % interval of new/baseline {shown[0]:.3f}-{shown[1]:.3f}"
+    if low > bound + 1e-12:
+        return f"WORSE: {_worse_text(kind, worse)}, significantly beyond the tolerance {tolerance:g} % ({shown})", True
+    if worse == 1 and low == high == 1:
+        return "same", False
+    if low > 1:
+        return f"slower, within the tolerance ({shown})" if worse <= bound else \
+            f"within noise: {_worse_text(kind, worse)}, not significantly beyond {tolerance:g} % ({shown})", False
+    if high < 1:
+        return f"better ({shown})", False
+    return f"within noise ({shown})", False
+
+
+def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_tolerance: float):
+    """(ratio, interval, verdict, regressed) of one figure; `factor` scales the new side's times (normalising)."""
+    from l40sbench.core.intervals import MIN_SAMPLES, SMALL_P99, ratio_interval
+
+    if b.kind == ACCURACY:
+        verdict, regressed = _point_verdict(ACCURACY, b.value, n.value, tolerance, accuracy_tolerance)
+        return (n.value / b.value if b.value else None), None, verdict, regressed
+    new_value = n.value * factor if b.kind == LOWER else n.value / factor
+    ratio = new_value / b.value if b.value else None
+    if not (b.value > 0 and new_value > 0):
+        return ratio, None, "-", False
+    worse = new_value / b.value if b.kind == LOWER else b.value / new_value
+    if b.samples is None or n.samples is None:
+        return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance))
+    counts = (len(b.samples), len(n.samples))
+    if min(counts) < MIN_SAMPLES:
+        what = "one measurement" if max(counts) == 1 else f"n {min(counts)}"
+        return ratio, None, f"{what}: shown, not judged", False
+    if b.statistic == "p99" and min(counts) < SMALL_P99:
+        return ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False
+    times = ratio_interval(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
+    if times is None:
+        return ratio, None, "-", False
+    interval = times if b.kind == LOWER else (1 / times[1], 1 / times[0])
+    verdict, regressed = _sampled_verdict(b.kind, worse, times, interval, tolerance)
+    return ratio, interval, verdict, regressed
+
+
+def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Line, Line, str]], list[Line], list[Line]]:
+    """(matched pairs with a note, baseline lines without a partner, new lines without one)."""
+    unused, pairs, alone = list(new_lines), [], []
+    second = []
     for b in base_lines:
         partner = next((n for n in unused if _matches(b.key, n.key)), None)
         if partner is None:
-            only_baseline.append(b.label())
+            second.append(b)
             continue
         unused.remove(partner)
-        label = b.label()
+        pairs.append((b, partner, ""))
+    for b in second:
+        partner = next((n for n in unused if _matches(b.key, n.key, ignore=(IMAGE_SIZE,))), None)
+        if partner is None:
+            alone.append(b)
+            continue
+        unused.remove(partner)
+        pairs.append((b, partner, f" (image size {b.key[IMAGE_SIZE]} -> {partner.key[IMAGE_SIZE]})"))
+    return pairs, alone, unused
+
+
+def machine_factor(b: Line, n: Line, tolerance: float, raw: bool) -> float:
+    """How much slower the new machine is by its peak (baseline peak / new peak), where that is beyond the
+    tolerance and both peaks are known and not `raw`; 1 otherwise."""
+    if raw or not (b.peak_gflops and n.peak_gflops):
+        return 1.0
+    slower = b.peak_gflops / n.peak_gflops
+    return slower if abs(slower - 1) > tolerance / 100 else 1.0
+
+
+def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10.0,
+            accuracy_tolerance: float = 2.0, raw: bool = False) -> Comparison:
+    """Matches the rows of two sets of result records and judges every shared figure (see RULE)."""
+    if not (tolerance >= 0 and accuracy_tolerance >= 0):
+        raise ValueError(f"tolerances must be >= 0. Received: {tolerance!r}, {accuracy_tolerance!r}")
+    pairs, alone, unused = _pair([line for r in baseline for line in lines(r)],
+                                 [line for r in new for line in lines(r)])
+    rows, machines = [], []
+    for b, partner, note in pairs:
+        label = b.label() + note
+        unstable = ", ".join(side for side, line in (("baseline", b), ("new", partner)) if line.stability == "unstable")
         if b.status == "ok" and partner.status != "ok":
-            rows.append(FigureRow(label, "status", "status", None, None, None, f"WORSE: ok -> {partner.status}", True))
+            rows.append(FigureRow(label, "status", "status", None, None, None, f"WORSE: ok -> {partner.status}", True,
+                                  unstable=unstable))
         elif b.status != partner.status:
-            rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}", False))
-        for name, (value, kind) in b.figures.items():
-            other = partner.figures.get(name, (None, kind))[0]
-            if value is None or other is None:
+            rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}",
+                                  False, unstable=unstable))
+        slower = machine_factor(b, partner, tolerance, raw)
+        factor = 1 / slower  # new times x factor: what they would be on the baseline's machine
+        if slower != 1.0:
+            text = (f"new machine {slower:.2f}x {'slower' if slower > 1 else 'faster'} by its float32 matmul peak "
+                    f"({b.peak_gflops:.0f} -> {partner.peak_gflops:.0f} GFLOP/s): times and rates judged normalised "
+                    "by it (--raw: as measured)")
+            if text not in machines:
+                machines.append(text)
+        for name, figure in b.figures.items():
+            other = partner.figures.get(name)
+            if figure.value is None or other is None or other.value is None:
                 continue
-            ratio = other / value if value else None
-            judged = kind == ACCURACY or (value > 0 and other > 0)
-            verdict, regressed = _verdict(kind, value, other, tolerance, accuracy_tolerance) if judged else ("-", False)
-            rows.append(FigureRow(label, name, kind, value, other, ratio, verdict, regressed))
-    return Comparison(tuple(rows), tuple(only_baseline), tuple(n.label() for n in unused))
+            ratio, interval, verdict, regressed = _judge(figure, other, factor, tolerance, accuracy_tolerance)
+            normalised = factor != 1.0 and figure.kind != ACCURACY
+            rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
+                                  verdict + (f" [unstable: {unstable}]" if unstable else ""), regressed, interval,
+                                  normalised, unstable))
+    return Comparison(tuple(rows), tuple(b.label() for b in alone), tuple(n.label() for n in unused), tuple(machines))

@@ -23,11 +23,13 @@ from l40sbench.report.tables import (
     WALL_TOTAL,
     clock_epoch_seconds,
     environment_block,
+    p99,
     runtime_cells,
     runtime_rows,
     scaling_cells,
     scenario_cells,
     scenario_title,
+    spread,
     wall_epoch_seconds,
 )
 
@@ -79,14 +81,16 @@ TRAIN_COLUMNS = (
     (CLOCK_PER_EPOCH, lambda r: format_duration(clock_epoch_seconds(r["train"]))),
     ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
     ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
+    ("steady ± 95 %", lambda r: spread(r["train"].get("steady_epoch_interval"))),
     ("utilisation", lambda r: _utilisation(r, "train")),
 )
 INFERENCE_COLUMNS = (
     ("images", lambda r: str((r.get("inference") or {}).get("images_timed", "-"))),
     ("mean ms", lambda r: _ms((r.get("inference") or {}).get("mean_ms"))),
+    ("± 95 %", lambda r: spread((r.get("inference") or {}).get("interval_ms"))),
     ("images/s", lambda r: _ms((r.get("inference") or {}).get("images_per_second"))),
     ("p50 ms", lambda r: _ms((r.get("inference") or {}).get("p50_ms"))),
-    ("p99 ms", lambda r: _ms((r.get("inference") or {}).get("p99_ms"))),
+    ("p99 ms", lambda r: p99(r.get("inference") or {})),
     ("utilisation", lambda r: _utilisation(r, "inference")),
 )
 ACCURACY_COLUMNS = {
@@ -98,7 +102,7 @@ ACCURACY_COLUMNS = {
 
 def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
     title = TASK_TITLES[task]
-    parts = [f"## {title}", "", "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
+    parts = [f"## {title}", "", *_stability_lines(runs), "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
     bars = series.epoch_bars(runs)
     if bars:
         name = f"epoch_times_{task}.png"
@@ -119,6 +123,13 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
         parts += _runtime_section(task, index, label, r, out)
         parts += _scenario_section(task, index, label, r, out)
     return parts
+
+
+def _stability_lines(runs: list[tuple[str, dict]]) -> list[str]:
+    """A warning per run the stability guard called unstable, with its reasons (its figures stay in the tables)."""
+    lines = [f"- **Unstable run** {r['base']} [{label}]: {'; '.join(r['stability']['reasons'])}"
+             for label, r in runs if (r.get("stability") or {}).get("verdict") == "unstable"]
+    return [*lines, ""] if lines else []
 
 
 def _scaling_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:

@@ -6,10 +6,7 @@ from collections.abc import Sequence
 
 from l40sbench.core.env import gpu_models
 from l40sbench.core.text import format_duration, format_table
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+from l40sbench.report.cells import SMALL_P99_NOTE, number, p99, spread
 
 
 def _machine_rate_row(env: dict) -> tuple[str, str]:
@@ -66,23 +63,31 @@ WALL_PER_EPOCH = "time per epoch (wall / epochs, the studies' definition)"
 CLOCK_PER_EPOCH = "epoch clock mean"
 
 
+def _base(result: dict) -> str:
+    """The base, marked where the stability guard called its run unstable."""
+    unstable = (result.get("stability") or {}).get("verdict") == "unstable"
+    return f"{result['base']} (unstable run)" if unstable else result["base"]
+
+
 def training_table(results: Sequence[dict]) -> str:
     rows = []
     for r in results:
         train = r["train"]
         rows.append(
             (
-                r["base"],
+                _base(r),
                 train["epochs"],
                 format_duration(train.get("wall_seconds")),
                 format_duration(wall_epoch_seconds(train)),
                 format_duration(clock_epoch_seconds(train)),
                 format_duration(train["first_epoch_seconds"]),
                 format_duration(train["steady_epoch_seconds"]),
+                spread(train.get("steady_epoch_interval")),
             )
         )
     return format_table(
-        ("base", "epochs", WALL_TOTAL, WALL_PER_EPOCH, CLOCK_PER_EPOCH, "first epoch", "steady epoch (2..N)"), rows
+        ("base", "epochs", WALL_TOTAL, WALL_PER_EPOCH, CLOCK_PER_EPOCH, "first epoch", "steady epoch (2..N)",
+         "steady 95 % interval"), rows
     )
 
 
@@ -92,16 +97,19 @@ def inference_table(results: Sequence[dict]) -> str:
         inf = r.get("inference") or {}
         rows.append(
             (
-                r["base"],
+                _base(r),
                 inf.get("images_timed", 0),
-                _number(inf.get("mean_ms")),
-                _number(inf.get("images_per_second")),
-                _number(inf.get("p50_ms")),
-                _number(inf.get("p90_ms")),
-                _number(inf.get("p99_ms")),
+                number(inf.get("mean_ms")),
+                spread(inf.get("interval_ms")),
+                number(inf.get("images_per_second")),
+                number(inf.get("p50_ms")),
+                number(inf.get("p90_ms")),
+                p99(inf),
             )
         )
-    return format_table(("base", "images", "mean ms/image", "images/s", "p50 ms", "p90 ms", "p99 ms"), rows)
+    table = format_table(("base", "images", "mean ms/image", "mean 95 % interval", "images/s", "p50 ms", "p90 ms",
+                          "p99 ms"), rows)
+    return f"{table}\n{SMALL_P99_NOTE}" if any(row[-1].endswith("*") for row in rows) else table
 
 
 def dataset_table(counts: dict[str, dict[str, int]], images: dict[str, int] | None = None) -> str:
@@ -139,17 +147,17 @@ def accuracy_lines(result: dict) -> str:
     """Test accuracy (classification) or COCO mAP with per-class AP@0.5 (detection)."""
     accuracy = result.get("accuracy") or {}
     if result["task"] == "classify":
-        return f"test accuracy: {_number(accuracy.get('test_accuracy'), 4)}"
-    per_class = ", ".join(f"{k} {_number(v)}" for k, v in (accuracy.get("per_class_ap_50") or {}).items())
+        return f"test accuracy: {number(accuracy.get('test_accuracy'), 4)}"
+    per_class = ", ".join(f"{k} {number(v)}" for k, v in (accuracy.get("per_class_ap_50") or {}).items())
     stages = (result.get("inference") or {}).get("stages_mean_ms") or {}
-    lines = [f"COCO mAP@[.5:.95] {_number(accuracy.get('map_50_95'))}  mAP@.5 {_number(accuracy.get('map_50'))}",
+    lines = [f"COCO mAP@[.5:.95] {number(accuracy.get('map_50_95'))}  mAP@.5 {number(accuracy.get('map_50'))}",
              f"AP@.5 per class: {per_class or '-'}"]
     if stages:
         lines.append("inference stages (mean ms, timed in rotation): "
-                     + ", ".join(f"{k} {_number(v)}" for k, v in stages.items()))
+                     + ", ".join(f"{k} {number(v)}" for k, v in stages.items()))
     notes = result.get("notes") or {}
     if "serving_over_model" in notes:
-        lines.append(f"serving / bare model call: {_number(notes['serving_over_model'])}  "
+        lines.append(f"serving / bare model call: {number(notes['serving_over_model'])}  "
                      f"preprocess share: {100 * notes['preprocess_share']:.1f} %")
     if "export_dir" in notes:
         lines.append(f"SavedModel: {notes['export_dir']} (signature serving_default)")
@@ -167,10 +175,10 @@ def _runtime_accuracy(task: str, accuracy: dict) -> tuple[str, str]:
     """(accuracy, agreement with tf) cells of a runtime row."""
     if task == "detect":
         iou, share = accuracy.get("mean_iou_vs_tf"), accuracy.get("matched_share")
-        agreement = "-" if share is None else f"IoU {_number(iou)}, {share:.0%} matched"
-        return f"{_number(accuracy.get('map_50_95'))} / {_number(accuracy.get('map_50'))}", agreement
+        agreement = "-" if share is None else f"IoU {number(iou)}, {share:.0%} matched"
+        return f"{number(accuracy.get('map_50_95'))} / {number(accuracy.get('map_50'))}", agreement
     agree = accuracy.get("agreement_with_tf")
-    return _number(accuracy.get("test_accuracy")), "-" if agree is None else f"{agree:.1%}"
+    return number(accuracy.get("test_accuracy")), "-" if agree is None else f"{agree:.1%}"
 
 
 def _runtime_precision(row: dict) -> str:
@@ -181,8 +189,8 @@ def _runtime_precision(row: dict) -> str:
     return effective if not asked or asked == effective else f"{effective} (asked {asked})"
 
 
-RUNTIME_HEADERS = ("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "p50 ms", "p99 ms",
-                   "images/s", "vs tf")
+RUNTIME_HEADERS = ("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "± 95 %", "p50 ms",
+                   "p99 ms", "images/s", "vs tf")
 
 
 def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]]:
@@ -195,8 +203,9 @@ def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]
         accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
         speedup = tf_ms / inf["mean_ms"] if tf_ms and inf.get("mean_ms") else None
         lines.append((r["runtime"], r["status"], _runtime_precision(r), r.get("threads") or "-",
-                      _number(r.get("size_mb"), 1), _number(r.get("export_seconds"), 1), _number(inf.get("mean_ms")),
-                      _number(inf.get("p50_ms")), _number(inf.get("p99_ms")), _number(inf.get("images_per_second")),
+                      number(r.get("size_mb"), 1), number(r.get("export_seconds"), 1), number(inf.get("mean_ms")),
+                      spread(inf.get("interval_ms")),
+                      number(inf.get("p50_ms")), p99(inf), number(inf.get("images_per_second")),
                       "-" if speedup is None else f"{speedup:.2f}x", accuracy, agreement))
     accuracy_name = "mAP .5:.95 / .5" if result["task"] == "detect" else "test acc"
     reasons = [f"{r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
@@ -244,13 +253,13 @@ def scenario_cells(result: dict, scenario: str, runtimes: Sequence[str] | None =
         estimate = estimates.get("p90" if scenario == "single-stream" else "p99")
         share = (e.get("utilisation") or {}).get("share")
         row = [e["runtime"], e.get("precision") or "-", settings.get("batch", 1), settings.get("workers", 1),
-               e["result"], _number(e.get("samples_per_second")), _number(latency.get("p50")),
-               _number(latency.get("p90")), _number(latency.get("p99")), _number(estimate),
+               e["result"], number(e.get("samples_per_second")), number(latency.get("p50")),
+               number(latency.get("p90")), number(latency.get("p99")), number(estimate),
                "-" if share is None else f"{100 * share:.1f}", e.get("queries") or "-"]
         if scenario == "server":
             search = e.get("search")
-            row += [_number(settings.get("latency_bound_ms")), _number(e.get("scheduled_samples_per_second")),
-                    "-" if search is None else _number(search["max_valid_qps"])]
+            row += [number(settings.get("latency_bound_ms")), number(e.get("scheduled_samples_per_second")),
+                    "-" if search is None else number(search["max_valid_qps"])]
             if search and search.get("why_zero"):
                 reasons.append(f"{e['runtime']}: max VALID rate 0: {search['why_zero']}")
         elif scenario == "multi-stream":
@@ -278,7 +287,7 @@ def scaling_cells(records: Sequence[dict]) -> list[tuple]:
     for r in sorted(records, key=lambda r: r["scaling"]["devices"]):
         s, d = r["scaling"], r["devices"]
         rows.append((s["devices"], d.get("kind", "-").split(" (")[0], d.get("global_batch", "-"),
-                     _number(s["epoch_seconds"]), s["epoch_seconds_from"], _number(s["speedup"], 2),
+                     number(s["epoch_seconds"]), s["epoch_seconds_from"], number(s["speedup"], 2),
                      "-" if s["efficiency"] is None else f"{100 * s['efficiency']:.1f} %"))
     return rows
 

@@ -122,8 +122,11 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
     from l40sbench.core.timing import time_calls
 
     time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
-    stats = step_throughput(time_calls(lambda _: step(), range(job.settings.steps), sync=sync),
-                            job.per_device_batch * replicas)
+    from l40sbench.core.intervals import describe
+
+    seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
+    stats = step_throughput(seconds, job.per_device_batch * replicas)
+    step_ms = tuple(1000.0 * s for s in seconds)
     achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
     return Row(
         model=job.model, mode=job.settings.mode, precision=job.settings.precision, xla=job.settings.xla, optimizer=job.settings.optimizer,
@@ -131,7 +134,8 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         total_batch=job.per_device_batch * replicas, status="ok", warmup_steps=job.settings.warmup_steps,
         steps=stats.steps, images_per_second=stats.images_per_second,
         images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
-        step_jitter_percent=stats.step_jitter_percent, gflops_per_image=gflops, achieved_tflops=achieved,
+        step_jitter_percent=stats.step_jitter_percent, step_ms=step_ms, step_ms_interval=describe(step_ms),
+        gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
         extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled},
     )

@@ -1,0 +1,68 @@
+"""A short burst of the peak's own float32 matmul: the machine's speed now, to hold against its speed at
+another moment of the same run (the stability guard, core.stability)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from l40sbench.core.timing import Clock, Sync, no_sync, time_batches
+from l40sbench.peak.measure import matmul_flop
+
+BURST_SAMPLES = 5
+BURST_SAMPLE_SECONDS = 0.04
+BURST_SIZE = {"CPU": 1024, "GPU": 8192}
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One burst: the median GFLOP/s of its samples (a slow sample moves it less than the mean), all of them,
+    the matmul size and what it cost in wall seconds."""
+
+    moment: str
+    gflops: float
+    samples_gflops: tuple[float, ...]
+    matmul_n: int
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BURST_SAMPLES,
+          sample_seconds: float = BURST_SAMPLE_SECONDS, clock: Clock = time.perf_counter,
+          sync: Sync = no_sync) -> Burst:
+    """Times `samples` batches of back-to-back calls of one compiled [n, n] float32 matmul, after one warm call
+    and one timed call that sets how many calls fill `sample_seconds`."""
+    started = clock()
+    call()
+    (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
+    calls = max(1, round(sample_seconds / one)) if one > 0 else 1
+    rates = tuple(matmul_flop(n) * calls / seconds / 1e9
+                  for seconds in time_batches(call, calls, samples, clock=clock, sync=sync))
+    return Burst(moment, statistics.median(rates), rates, n, clock() - started)
+
+
+class Guard:
+    """The bursts of one run, on the run's backend: `check(moment)` measures one and keeps it."""
+
+    def __init__(self, backend: str, sync: Sync):
+        from l40sbench.backends import load
+
+        kernels = load(backend)
+        kind, _ = kernels.device()
+        self.n = BURST_SIZE.get(kind, BURST_SIZE["CPU"])
+        self._kernels, self._kind, self._sync = kernels, kind, sync
+        self._call: Callable[[], object] | None = None
+        self.bursts: list[Burst] = []
+
+    def check(self, moment: str) -> Burst:
+        if self._call is None:
+            with self._kernels.precision_mode(self._kind, "float32"):
+                self._call = self._kernels.matmul("float32")(self.n)
+        with self._kernels.precision_mode(self._kind, "float32"):
+            measured = burst(self._call, self.n, moment, sync=self._sync)
+        self.bursts.append(measured)
+        return measured

@@ -1,0 +1,32 @@
+"""The cells tables print: a number, a figure's 95 % interval, a p99 with the warning its sample count needs."""
+
+from __future__ import annotations
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def spread(block: dict | None) -> str:
+    """"± 4.2 % (n 9)": the 95 % interval of a figure's mean as a share of it, from its record block."""
+    from l40sbench.core.intervals import Interval
+
+    if not block or block.get("mean") is None:
+        return "-"
+    if block.get("mean_ci95") is None:
+        return f"n {block['n']}, no interval"
+    low, high = block["mean_ci95"]
+    half = Interval(block["n"], block["mean"], None, None, (low, high), None, "").half_width_percent
+    return f"± {half:.1f} % (n {block['n']})"
+
+
+def p99(inference: dict) -> str:
+    """The p99, marked * where fewer than 100 samples make it one of the top few (SMALL_P99_NOTE)."""
+    from l40sbench.core.intervals import SMALL_P99
+
+    value = number(inference.get("p99_ms"))
+    count = (inference.get("interval_ms") or {}).get("n")
+    return f"{value}*" if count is not None and count < SMALL_P99 and value != "-" else value
+
+
+SMALL_P99_NOTE = "* p99 of fewer than 100 samples: one of the few slowest calls, not a stable tail estimate"

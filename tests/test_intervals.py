@@ -1,0 +1,59 @@
+"""core.intervals: the percentile definition, the intervals and their seeding, on known samples."""
+
+import numpy as np
+import pytest
+
+from l40sbench.core.intervals import (
+    MIN_SAMPLES,
+    interval,
+    percentile,
+    ratio_interval,
+    spread_text,
+)
+
+
+def test_percentile_is_loadgens_index_rule():
+    samples = list(range(1, 11))  # 1..10
+    assert percentile(samples, 0.5) == 6  # index floor(10 x 0.5) = 5
+    assert percentile(samples, 0.9) == 10  # index 9
+    assert percentile(samples, 0.99) == 10  # index floor(9.9) = 9: the top sample
+    assert percentile(samples, 0.0) == 1
+    with pytest.raises(ValueError, match="fraction"):
+        percentile(samples, 1.0)
+
+
+def test_interval_of_a_known_sample():
+    rng = np.random.default_rng(7)
+    samples = rng.normal(100.0, 5.0, 200)
+    got = interval(samples)
+    assert got.n == 200
+    assert got.std == pytest.approx(float(np.std(samples, ddof=1)))
+    low, high = got.mean_ci95
+    assert low < got.mean < high
+    # the bootstrap's interval is close to the normal theory's 1.96 standard errors
+    assert (high - low) / 2 == pytest.approx(1.96 * got.std / np.sqrt(200), rel=0.15)
+    assert got.median_ci95[0] < got.median < got.median_ci95[1]
+    assert interval(samples) == got  # seeded: the same samples give the same interval
+
+
+def test_too_few_samples_give_no_interval():
+    got = interval([1.0, 2.0])
+    assert got.n == 2 and got.mean_ci95 is None and str(MIN_SAMPLES) in got.method
+    assert interval([5.0]).std is None
+    assert interval([]).mean is None
+    assert spread_text(interval([1.0, 2.0]).to_dict(), " s") == "1.500 s (n 2, no interval)"
+
+
+def test_spread_text_shows_the_half_width():
+    text = spread_text(interval([9.0, 10.0, 11.0, 10.0, 10.0]).to_dict(), " s", digits=1)
+    assert text.startswith("10.0 s ± ") and text.endswith("% (n 5)")
+
+
+def test_ratio_interval_brackets_a_known_ratio():
+    rng = np.random.default_rng(3)
+    base = rng.normal(10.0, 0.5, 50)
+    low, high = ratio_interval(base, base * 2.0)
+    assert low < 2.0 < high and high - low < 0.2
+    assert ratio_interval(base, base[:2]) is None
+    low, high = ratio_interval(base, rng.normal(10.0, 0.5, 50))
+    assert low < 1.0 < high
