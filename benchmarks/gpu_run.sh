@@ -74,6 +74,22 @@ for precision in fp32 mixed_bfloat16; do
     --output-dir "$out/synthetic-$precision" >"$out/synthetic-$precision.log"
   results+=("$out/synthetic-$precision")
 done
+# Each run's telemetry and stability lines (NVML needs nvidia-ml-py: put its wheel in WHEELS), so the first GPU
+# session sees the energy, clocks and throttle reasons it recorded, or why it could not.
+"$python" - "${results[@]}" >&2 <<'PY'
+import json
+import sys
+from pathlib import Path
+
+from l40sbench.core.stability import line as stability_line
+from l40sbench.core.telemetry import line as energy_line
+
+for folder in sys.argv[1:]:
+    record = json.loads((Path(folder) / "result.json").read_text())
+    if "telemetry" in record:
+        print(f"{Path(folder).name}: {energy_line(record['telemetry'])}")
+    print(f"{Path(folder).name}: {stability_line(record.get('stability'))}")
+PY
 l40sbench report "${results[@]}" l40s leadergpu-2017 --out "$out/report" >&2
 cat "$out/report/report.md"
 log "results: $out (report: $out/report/report.md)"

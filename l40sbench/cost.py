@@ -160,6 +160,30 @@ class Figure:
     label: str
     images_per_second: float
     devices: int = 1
+    j_per_image: float | None = None  # the inference phase's measured energy per image, where the record has it
+    energy_note: str = ""  # why there is none
+
+
+def energy_cost(images: int, j_per_image: float, price_per_kwh: float) -> tuple[float, float]:
+    """(kWh, cost) of `images` at a measured energy per image and a price per kWh.
+
+    >>> energy_cost(3_600_000, 1.0, 0.25)
+    (1.0, 0.25)
+    """
+    kwh = images * j_per_image / 3.6e6
+    return kwh, kwh * price_per_kwh
+
+
+def _inference_energy(record: dict) -> tuple[float | None, str]:
+    telemetry = record.get("telemetry") or {}
+    if not telemetry:
+        return None, "no telemetry in this record"
+    if telemetry.get("energy") == "unavailable":
+        return None, f"energy unavailable: {telemetry.get('reason')}"
+    phase = (telemetry.get("phases") or {}).get("inference") or {}
+    if phase.get("j_per_image") is None:
+        return None, f"energy unavailable: {phase.get('reason', 'no inference phase measured')}"
+    return phase["j_per_image"], ""
 
 
 def throughputs(record: dict) -> list[Figure]:
@@ -173,7 +197,8 @@ def throughputs(record: dict) -> list[Figure]:
                        r["images_per_second"], r["devices"]) for r in record.get("rows", ())
                 if r.get("status") == "ok" and r.get("images_per_second")]
     rate = (record.get("inference") or {}).get("images_per_second")
-    return [Figure(f"{record.get('base')} {record.get('task')} inference", rate)] if rate else []
+    energy, note = _inference_energy(record)
+    return [Figure(f"{record.get('base')} {record.get('task')} inference", rate, 1, energy, note)] if rate else []
 
 
 CATALOG_KEYS = {"name": "name", "devices": "devices", "price": "price", "unit": "per", "currency": "currency",

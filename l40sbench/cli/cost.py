@@ -42,6 +42,10 @@ def add(subparsers) -> None:
     p.add_argument("--model", default="-", help="model name for the table")
     p.add_argument("--offer", default="offer", help="offer name for the table")
     p.add_argument("--devices", type=int, default=1, help="devices the price buys (for the table; default: 1)")
+    p.add_argument("--energy-price", type=finite, metavar="PER_KWH",
+                   help="with --results: add the energy cost of the N images at this price per kWh (in --currency), "
+                        "from the energy each run measured while it was timed (telemetry); a record without it "
+                        "says why")
     p.set_defaults(func=run)
 
 
@@ -60,7 +64,16 @@ def _offers(args) -> list:
         raise UserError(str(exc)) from None
 
 
-def _print_priced(rows, checked=()) -> None:
+def _energy_cells(row, figure, price_per_kwh: float) -> list[str]:
+    from l40sbench import cost
+
+    if figure.j_per_image is None:
+        return ["-", figure.energy_note or "energy unavailable"]
+    kwh, amount = cost.energy_cost(row.images, figure.j_per_image, price_per_kwh)
+    return [f"{kwh:.4g} kWh", cost.money(amount, row.offer.currency)]
+
+
+def _print_priced(rows, checked=(), figures=(), energy_price: float | None = None) -> None:
     from l40sbench import cost
     from l40sbench.core.text import format_table
 
@@ -72,9 +85,13 @@ def _print_priced(rows, checked=()) -> None:
         if checked:
             _, study_time, study_cost = checked[index]
             cells += [study_time, f"€{study_cost:.2f}"]
+        if energy_price is not None:
+            cells += _energy_cells(row, figures[index], energy_price)
         body.append(cells)
     headers = ["model", "devices", "offer", "images", "time", "price", "total cost", "priced by"]
-    print(format_table(headers + (["study's time", "study's cost"] if checked else []), body))
+    headers += ["study's time", "study's cost"] if checked else []
+    headers += ["energy", f"energy cost at {energy_price:g}/kWh"] if energy_price is not None else []
+    print(format_table(headers, body))
     comparisons = [c for c in cost.compare(rows) if c.times_as_fast >= 1]
     if comparisons:
         print()
@@ -110,16 +127,18 @@ def run(args) -> int:
                    for figure in cost.throughputs(item.record)]
         if not figures:
             raise UserError(f"no images/s figure in {', '.join(args.results)}")
+    if args.energy_price is not None and (args.results is None or args.energy_price < 0):
+        raise UserError("--energy-price takes a price per kWh >= 0 and --results (the energy a run measured)")
+    pairs = [(figure, offer) for figure, on in figures for offer in offers
+             if args.catalog is None or args.results is None or offer.prices(figure, on)]
     try:
-        rows = [cost.price(figure.label, args.images, figure.images_per_second, offer)
-                for figure, on in figures for offer in offers
-                if args.catalog is None or args.results is None or offer.prices(figure, on)]
+        rows = [cost.price(figure.label, args.images, figure.images_per_second, offer) for figure, offer in pairs]
     except ValueError as exc:
         raise UserError(str(exc)) from None
     if not rows:
         raise UserError(f"no offer of {args.catalog} rents as many devices as a figure of "
                         f"{', '.join(args.results)} was measured on (or its machine differs)")
-    _print_priced(rows)
+    _print_priced(rows, figures=[figure for figure, _ in pairs], energy_price=args.energy_price)
     return 0
 
 

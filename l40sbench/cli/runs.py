@@ -59,6 +59,7 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     record is appended to `collect` when one is given."""
     from l40sbench.core.records import write_result
     from l40sbench.core.stability import line as stability_line
+    from l40sbench.core.telemetry import line as energy_line
     from l40sbench.harness.run import run_task
     from l40sbench.report import tables
 
@@ -106,5 +107,6 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     print(tables.accuracy_lines(result))
     print(tables.utilisation_line(result))
     print(f"results: {saved['path']} and result.csv")
+    print(energy_line(result.get("telemetry")))
     print(stability_line(result.get("stability")))
     return 0

@@ -206,6 +206,8 @@ class RunResult:
     scaling: dict = field(default_factory=dict)
     # whether the machine held still while timed: verdict, reasons, the guard's bursts (core.stability)
     stability: dict = field(default_factory=dict)
+    # what the device did in each timed phase: energy, power, clocks, throttling; or why energy is unavailable
+    telemetry: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

@@ -18,6 +18,7 @@ from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Stopwatch
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
+from l40sbench.harness.phases import Phases
 from l40sbench.harness.tasks import load_task
 from l40sbench.peak.burst import Guard
 from l40sbench.peak.measure import measure_env
@@ -44,12 +45,13 @@ def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainRes
     return {"flop_counter": flops.counter, **figures} if flops.counter else figures
 
 
-def stability(guard: Guard, epoch_seconds, probe: Probe | None) -> dict:
-    """The run's stability block: the guard's bursts so far, the steady epochs and the probe's latencies."""
+def stability(guard: Guard, epoch_seconds, probe: Probe | None, phases: Phases) -> dict:
+    """The run's stability block: the guard's bursts so far, the steady epochs, the probe's latencies and any
+    phase in which the device throttled."""
     samples = {"steady epochs": (list(epoch_seconds[1:]), " s")}
     if probe is not None:
         samples["per-image latency"] = (list(probe.inference.times_ms), " ms")
-    return verdict([b.to_dict() for b in guard.bursts], samples)
+    return verdict([b.to_dict() for b in guard.bursts], samples, phases.reasons())
 
 
 def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
@@ -75,7 +77,10 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     placement = placement or (place_for(config) if on_tensorflow else one_device(kernels))
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
     sync = kernels.sync()
-    env = {**env_mod.fingerprint(backends.facts()), "peak": measure_env(sync=sync, log=log, backend=config.backend)}
+    phases = Phases()
+    power = {"device_power": phases.source.facts} if phases.source is not None and phases.source.facts else {}
+    env = {**env_mod.fingerprint(backends.facts()), **power,
+           "peak": measure_env(sync=sync, log=log, backend=config.backend)}
     guard = Guard(config.backend, sync)
     guard.check("start")
     clock = EpochClock(sync=sync)
@@ -94,7 +99,8 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
                                          wall_seconds_at_epoch=loop.wall_at_epoch),
             weights=built.weights, model=built.model_info, inference=inference,
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
-            devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe),
+            devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases),
+            telemetry=phases.record(),
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))
@@ -103,18 +109,24 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     before = [np.array(w) for w in built.model.trainable_weights]
     wall.start()
     try:
-        task.train(built, data, loop)
+        with phases.phase("training") as done:
+            try:
+                task.train(built, data, loop)
+            finally:
+                sync()
+                done["images"] = built.train_images_per_epoch * len(clock.epoch_seconds)
     except BaseException:
         wall_seconds.append(wall.elapsed())
         save(record(False).to_dict())
         raise
-    sync()
     wall_seconds.append(wall.elapsed())
     guard.check("after training")
     built.devices.update(placement.after_training(built.model.trainable_weights, before))
     task.after_training(built, clock.epoch_seconds, log)
 
-    probe = task.probe(built, data, sync, log)
+    with phases.phase("inference") as done:
+        probe = task.probe(built, data, sync, log)
+        done["images"] = probe.inference.images_timed + probe.inference.warmup_excluded * probe.inference.batch_size
     figures = utilisation(env["peak"], config.precision, task.flops(built, probe), record(False).train,
                           built.train_images_per_epoch, probe.inference.images_per_second)
     save(record(True, probe, figures).to_dict())

@@ -161,15 +161,18 @@ def measure_env(sync: Sync | None = None, log: Callable[[str], None] = lambda _:
     """env.peak of a result record: the peaks, measured on `backend`, and what they ran with.
 
     Measured now, unless $L40SBENCH_PEAK_FILE names a peak already measured on this device with the same
-    settings (see kept_or_measured); `source` says which. Each backend keeps its own file: a peak taken
+    settings (see kept_or_measured; on a GPU its driver, power limit and application clocks too); `source`
+    says which. Each backend keeps its own file: a peak taken
     with TensorFlow's kernels is not jax's. The tensorflow one is the file named, another backend's sits
     beside it (peak.json, peak.jax.json).
     """
     from l40sbench.backends import load
+    from l40sbench.backends.telemetry import facts as power_facts
 
     kind, device = load(backend).device()
+    power = power_facts()  # a GPU's driver, power limit and application clocks: a peak under others is not this one
     context = {"device_kind": kind, "device": device, "host": platform.node(), "backend": backend,
-               **load(backend).peak_context(kind)}
+               **load(backend).peak_context(kind), **({"device_power": power} if power else {})}
     path = os.environ.get(PEAK_FILE_VARIABLE)
 
     def measure_now() -> dict:

@@ -1,0 +1,182 @@
+"""What the device did while a phase was timed: readings sampled on a thread, and a phase's summary
+(energy, power, clocks, throttling). Pure arithmetic and a thread; the readers live in backends.telemetry.
+
+Energy comes from the device's own counter where it has one (NVML's total energy, RAPL's energy_uj): the
+sum of the differences between consecutive readings, each undone of a wrap where the counter has a range
+(RAPL's max_energy_range_uj; CounterTotal keeps one total over several such counters), so a wrap between
+two readings costs nothing. Without a counter it is the power readings integrated over time (trapezoids).
+Nothing is estimated beyond what was read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from l40sbench.core.timing import Clock
+
+INTERVAL_SECONDS = 0.1  # NVML refreshes power about every 20-100 ms; RAPL's counter every ~1 ms
+JOULES_PER_KWH = 3.6e6
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One sample of the device, at `seconds` on the sampler's clock; a field the device does not report is None.
+
+    energy_j: the cumulative energy counter in joules (never wrapping: see CounterTotal).
+    clock_mhz: the SM clock of a GPU (the lowest over the GPUs), or the mean current frequency of the CPUs.
+    throttle: the throttle reasons active at this sample, by name.
+    """
+
+    seconds: float
+    power_w: float | None = None
+    energy_j: float | None = None
+    clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    utilisation_percent: float | None = None
+    throttle: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    """A way to read a device: `read()` gives one Reading's fields (seconds filled in by the sampler)."""
+
+    name: str
+    read: Callable[[], dict]
+    facts: dict | None = None  # what env records of it (driver, power limit, application clocks)
+
+
+def counter_energy(values: Sequence[float], wrap: float | None = None) -> float:
+    """Energy from consecutive readings of a cumulative counter, a wrap between two readings undone."""
+    total = 0.0
+    for before, after in zip(values, values[1:]):
+        step = after - before
+        if step < 0 and wrap:
+            step += wrap
+        total += max(step, 0.0)
+    return total
+
+
+class CounterTotal:
+    """One total that never wraps over several counters that each wrap at their own range (RAPL's zones):
+    update(readings) returns the energy since the first update."""
+
+    def __init__(self, wraps: Sequence[float]):
+        self._wraps = list(wraps)
+        self._last: list[float] | None = None
+        self.total = 0.0
+
+    def update(self, values: Sequence[float]) -> float:
+        if self._last is not None:
+            self.total += sum(counter_energy([a, b], wrap) for a, b, wrap in zip(self._last, values, self._wraps))
+        self._last = list(values)
+        return self.total
+
+
+def integrate_power(seconds: Sequence[float], power_w: Sequence[float]) -> float:
+    """Joules under the power readings (trapezoids between consecutive samples)."""
+    return sum((t1 - t0) * (p0 + p1) / 2 for t0, t1, p0, p1 in zip(seconds, seconds[1:], power_w, power_w[1:]))
+
+
+def _range(values: list[float]) -> list[float] | None:
+    return [min(values), max(values)] if values else None
+
+
+def phase_summary(readings: Sequence[Reading], images: int | None) -> dict:
+    """A phase's telemetry: energy in J (and its basis), J/image, images/kWh, mean and max power, the clock,
+    memory clock and temperature ranges, the mean utilisation, and every throttle reason seen."""
+    if len(readings) < 2:
+        return {"samples": len(readings), "energy": "unavailable",
+                "reason": "fewer than two readings in the phase (shorter than the sampling interval)"}
+    seconds = [r.seconds for r in readings]
+    energies = [r.energy_j for r in readings]
+    powers = [r.power_w for r in readings]
+    if all(e is not None for e in energies):
+        energy, basis = counter_energy(energies), "the device's energy counter"
+    elif all(p is not None for p in powers):
+        energy, basis = integrate_power(seconds, powers), "power readings integrated over time"
+    else:
+        energy, basis = None, None
+    duration = seconds[-1] - seconds[0]
+    known_power = [p for p in powers if p is not None]
+    utilisation = [r.utilisation_percent for r in readings if r.utilisation_percent is not None]
+    summary = {
+        "samples": len(readings), "seconds": duration,
+        "clock_mhz": _range([r.clock_mhz for r in readings if r.clock_mhz is not None]),
+        "memory_clock_mhz": _range([r.memory_clock_mhz for r in readings if r.memory_clock_mhz is not None]),
+        "temperature_c": _range([r.temperature_c for r in readings if r.temperature_c is not None]),
+        "utilisation_percent_mean": sum(utilisation) / len(utilisation) if utilisation else None,
+        "power_w_mean": sum(known_power) / len(known_power) if known_power else (
+            energy / duration if energy is not None and duration > 0 else None),
+        "power_w_max": max(known_power) if known_power else None,
+        "throttle": sorted({reason for r in readings for reason in r.throttle}),
+    }
+    if energy is None:
+        return {**summary, "energy": "unavailable", "reason": "the device reports neither energy nor power"}
+    return {**summary, "energy_j": energy, "energy_basis": basis,
+            "j_per_image": energy / images if images else None,
+            "images_per_kwh": images * JOULES_PER_KWH / energy if images and energy > 0 else None}
+
+
+class Sampler:
+    """Reads `source` every `interval` seconds on a daemon thread between start() and stop(); one reading is
+    taken at each end, so even a short phase has two."""
+
+    def __init__(self, source: Source, interval: float = INTERVAL_SECONDS, clock: Clock = time.monotonic):
+        self._source, self._interval, self._clock = source, interval, clock
+        self._readings: list[Reading] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    def _take(self) -> None:
+        try:
+            self._readings.append(Reading(seconds=self._clock(), **self._source.read()))
+        except Exception as exc:  # a reader that fails mid-run must not stop the run; the record says why
+            self.error = f"{type(exc).__name__}: {exc}"
+            self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._take()
+
+    def start(self) -> None:
+        self._take()
+        self._thread = threading.Thread(target=self._loop, name="l40sbench-telemetry", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[Reading]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.error is None:
+            self._take()
+        return list(self._readings)
+
+
+def throttle_reasons(phases: dict) -> list[str]:
+    """One stability reason per phase in which the device throttled, naming the reasons."""
+    return [f"the device throttled during {phase}: {', '.join(summary['throttle'])}"
+            for phase, summary in phases.items() if summary.get("throttle")]
+
+
+def line(telemetry: dict | None) -> str:
+    """The run's closing line on energy and what the device did in each phase."""
+    if not telemetry:
+        return "energy: not recorded (a record written before telemetry)"
+    if telemetry.get("energy") == "unavailable":
+        return f"energy: unavailable ({telemetry.get('reason')})"
+    parts = []
+    for phase, s in (telemetry.get("phases") or {}).items():
+        if s.get("energy") == "unavailable":
+            parts.append(f"{phase} unavailable ({s.get('reason')})")
+            continue
+        per_image = f", {s['j_per_image']:.3g} J/image" if s.get("j_per_image") else ""
+        power = f", mean {s['power_w_mean']:.0f} W" if s.get("power_w_mean") else ""
+        clocks = f", clock {s['clock_mhz'][0]:.0f}-{s['clock_mhz'][1]:.0f} MHz" if s.get("clock_mhz") else ""
+        throttled = f", THROTTLED: {', '.join(s['throttle'])}" if s.get("throttle") else ""
+        parts.append(f"{phase} {s['energy_j']:.4g} J{per_image}{power}{clocks}{throttled}")
+    return f"energy ({telemetry['source']}): " + "; ".join(parts)
