@@ -127,6 +127,7 @@ def run(args) -> int:
 
 
 def _run_sweep(config, resume: bool) -> int:
+    from l40sbench.core.stability import line as stability_line
     from l40sbench.report.tables import environment_block
     from l40sbench.synthetic import store, sweep, tables
 
@@ -149,4 +150,5 @@ def _run_sweep(config, resume: bool) -> int:
     print()
     print(tables.markdown(result, environment_block(result["env"])))
     print(f"results: {written['path']}, tables.md" + ("" if config.find_max_batch else ", rows.jsonl and the tables as CSV"))
+    print(stability_line(result.get("stability")))
     return 0

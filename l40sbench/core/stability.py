@@ -22,10 +22,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-# The guard's three bursts on a quiet 2-core host of this kind agree within 1.13x (max / min, 10 triples)
-# and fall 1.98-2.5x apart with two processes spinning beside them (benchmarks/stability_guard.py,
-# docs/PERFORMANCE.md "The stability guard"); 1.3 sits between with room on both sides.
-SPEED_CHANGE = 1.3
+# The guard's three bursts on a quiet 2-core host of this kind agree within 1.13x (max / min, 10 triples
+# back to back) and within 1.03-1.16x over a whole quiet run; with two processes spinning beside them they
+# fall 1.98-2.5x apart (benchmarks/stability_guard.py, benchmarks/stability_examples.py; docs/PERFORMANCE.md
+# "The stability guard"). 1.4 sits between with room on both sides, and below the 2.3x of the slow day.
+SPEED_CHANGE = 1.4
 # The source example alternated 65-72 s and 116-123 s epochs (1.8x); 1.3 is beyond the few per cent a
 # quiet host's epochs drift, well short of the 2x a time-shared core gives.
 SPLIT_RATIO = 1.3
@@ -122,12 +123,10 @@ def verdict(bursts: Sequence[Mapping], samples: Mapping[str, tuple[Sequence[floa
         change = max(rates) / min(rates)
         speed["max_over_min"] = change
         if change > SPEED_CHANGE:
-            first, last = bursts[0], bursts[-1]
-            fastest = max(bursts, key=lambda b: b["gflops"])
-            slowest = min(bursts, key=lambda b: b["gflops"])
-            reasons.append(f"the float32 matmul rate changed {change:.2f}x within the run: "
-                           f"{fastest['gflops']:.0f} GFLOP/s at {fastest['moment']}, {slowest['gflops']:.0f} at "
-                           f"{slowest['moment']} (start {first['gflops']:.0f}, end {last['gflops']:.0f})")
+            named = bursts if len(bursts) <= 4 else [max(bursts, key=lambda b: b["gflops"]),
+                                                     min(bursts, key=lambda b: b["gflops"])]
+            shown = ", ".join(f"{b['gflops']:.0f} ({b['moment']})" for b in named)
+            reasons.append(f"the float32 matmul rate changed {change:.2f}x within the run: {shown} GFLOP/s")
     figures = {}
     for name, (values, unit) in samples.items():
         figures[name], found = _figure_checks(name, values, unit)

@@ -193,7 +193,18 @@ def build_result(config: SweepConfig, state: dict, rows: list[Row], complete: bo
                "train_flops_per_image": "3 x forward (forward, then gradients for activations and weights)",
                "device_kind": "GPU" if _gpus(state) else
                "CPU: N devices are N logical devices of one CPU (tf.config logical devices)"},
+        stability=sweep_stability(rows),
     )
+
+
+def sweep_stability(rows) -> dict:
+    """The sweep's stability block: the bursts of every row in their order, and each row's timed steps."""
+    from l40sbench.core.stability import verdict
+
+    bursts = [b for r in rows for b in r.bursts]
+    steps = {f"{r.model} b{r.per_device_batch} x{r.devices} steps": (list(r.step_ms), " ms")
+             for r in rows if r.step_ms}
+    return verdict(bursts, steps)
 
 
 

@@ -12,6 +12,7 @@ import csv
 import io
 from collections.abc import Sequence
 
+from l40sbench.core.intervals import spread_text
 from l40sbench.core.text import markdown_table
 from l40sbench.synthetic.models import MODELS, STUDY_DEVICE_TABLE, STUDY_ORDER
 
@@ -90,7 +91,7 @@ def _number(value, digits: int) -> str:
 
 
 ROW_COLUMNS = ("model", "devices", "device kind", "batch/device", "total batch", "images/s", "+/- (s.e.)",
-               "step jitter %", "scaling eff.", "GFLOP/image", "TFLOP/s", "utilisation %", "of peak", "peak memory MB",
+               "step jitter %", "step ms (95 % interval)", "scaling eff.", "GFLOP/image", "TFLOP/s", "utilisation %", "of peak", "peak memory MB",
                "status")
 
 
@@ -102,7 +103,7 @@ def rows_table(rows: Sequence[dict]) -> tuple[tuple[str, ...], list[list[str]]]:
         body.append([r["model"], str(r["devices"]), r["device_kind"], str(r["per_device_batch"]),
                      str(r["total_batch"]), _number(r.get("images_per_second"), 2),
                      _number(r.get("images_per_second_stderr"), 2), _number(r.get("step_jitter_percent"), 1),
-                     _number(r.get("scaling_efficiency"), 3), _number(r.get("gflops_per_image"), 3),
+                     spread_text(r.get("step_ms_interval"), " ms", 2), _number(r.get("scaling_efficiency"), 3), _number(r.get("gflops_per_image"), 3),
                      _number(r.get("achieved_tflops"), 4), _number(utilisation, 1), r.get("utilisation_peak") or "-",
                      _number(r.get("peak_memory_mb"), 0), r["status"] if r["status"] == "ok" else
                      f"{r['status']}: {r.get('error') or ''}"])

@@ -118,13 +118,16 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
                peak_memory_mb: Callable[[], float | None], started: float, compiled: str) -> Row:
     """Warms up, times `steps` steps and makes the configuration's row (every backend's)."""
     from l40sbench.backends import load
+    from l40sbench.core.intervals import describe
     from l40sbench.core.stats import step_throughput
     from l40sbench.core.timing import time_calls
+    from l40sbench.peak.burst import Guard
 
+    guard = Guard(job.settings.backend, sync)  # the machine's speed before and after this row's steps
+    guard.check(f"{job.model} b{job.per_device_batch} start")
     time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
-    from l40sbench.core.intervals import describe
-
     seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
+    guard.check(f"{job.model} b{job.per_device_batch} end")
     stats = step_throughput(seconds, job.per_device_batch * replicas)
     step_ms = tuple(1000.0 * s for s in seconds)
     achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
@@ -135,6 +138,7 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         steps=stats.steps, images_per_second=stats.images_per_second,
         images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
         step_jitter_percent=stats.step_jitter_percent, step_ms=step_ms, step_ms_interval=describe(step_ms),
+        bursts=tuple(b.to_dict() for b in guard.bursts),
         gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
         extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled},

@@ -1,0 +1,122 @@
+"""The stability verdict and the noise-aware compare on real runs: two quiet runs of one command are stable and
+compare within noise; the same command with two processes spinning on the cores from its first epoch on is
+unstable and says why; more work compares as significantly slower; a record of a machine half as fast compares
+as the same, naming the machine.
+
+Serial (./run.sh test runs these alone, after the rest): a quiet verdict taken while other workers run is not one.
+"""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.test_compare import scaled
+
+pytestmark = pytest.mark.serial
+
+# The tests' tiny vgg19 (tests/conftest.py) at 96 px: 40 ms an image here, where 32 px's 12 ms spreads
+# 10-30 % on a quiet host (docs/PERFORMANCE.md, "The stability guard").
+COMMAND = ["classify", "--base", "vgg19", "--image-size", "96", "--limit", "8", "--batch-size", "4", "--epochs", "3",
+           "--weights", "none"]
+
+
+def _run(out, busy: int = 0) -> dict:
+    """The CLI as a user runs it; with `busy`, that many processes spin on the cores from the first epoch's end."""
+    process = subprocess.Popen([sys.executable, "-m", "l40sbench", *COMMAND, "--output-dir", str(out)], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    spinners, lines = [], []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if busy and not spinners and re.match(r"epoch 1/\d+:", line):
+                spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        stdout = process.stdout.read()
+        assert process.wait(timeout=600) == 0, "".join(lines)[-3000:]
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+        process.kill()
+    assert not busy or spinners, "the run never logged its first epoch"
+    record = json.loads((out / "result.json").read_text())
+    record["_stdout"] = stdout
+    return record
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stability")
+    return {name: (root / name, _run(root / name, busy)) for name, busy in (("quiet", 0), ("again", 0), ("busy", 2))}
+
+
+def test_quiet_runs_are_stable_and_say_so(runs):
+    for name in ("quiet", "again"):
+        _, record = runs[name]
+        stability = record["stability"]
+        assert stability["verdict"] == "stable", (name, stability["reasons"])
+        assert [b["moment"] for b in stability["speed"]["bursts"]] == ["start", "after training", "end"]
+        assert all(b["gflops"] > 0 and b["seconds"] < 5 for b in stability["speed"]["bursts"])
+        assert record["_stdout"].strip().splitlines()[-1].startswith("stability: stable (the matmul rate held")
+
+
+def test_a_run_beside_busy_cores_is_unstable_with_the_reason(runs):
+    _, record = runs["busy"]
+    stability = record["stability"]
+    assert stability["verdict"] == "unstable"
+    assert any(reason.startswith("the float32 matmul rate changed") for reason in stability["reasons"]), stability
+    last = record["_stdout"].strip().splitlines()[-1]
+    assert last.startswith("UNSTABLE RUN: ") and "matmul rate changed" in last
+    assert record["inference"]["mean_ms"] and record["train"]["epochs"] == 3  # every figure still reported
+
+
+def test_figures_carry_their_intervals_and_energy_says_why_it_is_missing(runs):
+    _, record = runs["quiet"]
+    block = record["inference"]["interval_ms"]
+    assert block["n"] == record["inference"]["images_timed"] == 7
+    assert block["mean_ci95"][0] <= block["mean"] <= block["mean_ci95"][1] and "bootstrap" in block["method"]
+    assert record["train"]["steady_epoch_interval"]["n"] == 2
+    assert "mean 95 % interval" in record["_stdout"] and "% (n 7)" in record["_stdout"]
+    telemetry = record["telemetry"]
+    if telemetry.get("energy") == "unavailable":  # as on these VMs: no GPU, no readable RAPL counter
+        assert telemetry["reason"] and "energy: unavailable (" in record["_stdout"]
+    else:
+        assert telemetry["phases"]["inference"]["energy_j"] >= 0
+
+
+def test_two_runs_of_one_command_compare_within_noise(runs):
+    result = run_cli("compare", runs["quiet"][0], runs["again"][0])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WORSE" not in result.stdout
+    assert "within noise" in result.stdout or " same" in result.stdout
+    assert "rule: a time or rate regresses when the 95 % bootstrap interval" in result.stdout
+
+
+def test_more_work_compares_significantly_slower(tiny_runs, runs):
+    """The same command at 32 px (tests/conftest.py's tiny vgg19) against 96 px: 9x the pixels."""
+    result = run_cli("compare", tiny_runs["vgg19"], runs["quiet"][0])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "(image size 32 -> 96)" in result.stdout
+    worse = [line for line in result.stdout.splitlines() if "WORSE" in line]
+    assert any("inference ms/image" in line and "significantly beyond the tolerance" in line for line in worse), (
+        result.stdout)
+    assert "REGRESSION" in result.stdout.splitlines()[-1]
+
+
+def test_a_machine_half_as_fast_compares_as_the_same_code(runs, tmp_path):
+    record = json.loads((runs["quiet"][0] / "result.json").read_text())
+    slower = scaled(record, 2.0)
+    for kernel in slower["env"]["peak"]["matmul"].values():
+        kernel["gflops"] /= 2
+    slower["env"]["peak"]["conv_float32_gflops"] /= 2
+    path = tmp_path / "slower-machine.json"
+    path.write_text(json.dumps(slower))
+    result = run_cli("compare", runs["quiet"][0], path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "new machine 2.00x slower by its float32 matmul peak" in result.stdout
+    assert "normalised" in result.stdout.splitlines()[-1] and "WORSE" not in result.stdout
+    raw = run_cli("compare", runs["quiet"][0], path, "--raw")
+    assert raw.returncode == 1 and "new machine" not in raw.stdout  # as measured: twice the time
