@@ -76,3 +76,11 @@ def test_burst_rate_on_a_fake_clock():
     got = burst(call, 100, "start", samples=3, sample_seconds=0.05, clock=clock)
     assert got.gflops == np.float64(0.2) or abs(got.gflops - 0.2) < 1e-9
     assert len(got.samples_gflops) == 3 and got.moment == "start"
+
+
+def test_a_throttled_phase_makes_the_run_unstable():
+    from l40sbench.core.telemetry import throttle_reasons
+
+    phases = {"training": {"throttle": ["power cap"]}, "inference": {"throttle": []}}
+    got = verdict(_bursts(200, 200, 200), {}, throttle_reasons(phases))
+    assert got["verdict"] == UNSTABLE and got["reasons"] == ["the device throttled during training: power cap"]
