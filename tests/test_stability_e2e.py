@@ -1,5 +1,5 @@
 """The stability verdict and the noise-aware compare on real runs: two quiet runs of one command are stable and
-compare within noise; the same command with two processes spinning on the cores from its first epoch on is
+compare within noise; the same command with four processes spinning on the two cores from its first epoch on is
 unstable and says why; more work compares as significantly slower; a record of a machine half as fast compares
 as the same, naming the machine.
 
@@ -50,7 +50,7 @@ def _run(out, busy: int = 0) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("stability")
-    return {name: (root / name, _run(root / name, busy)) for name, busy in (("quiet", 0), ("again", 0), ("busy", 2))}
+    return {name: (root / name, _run(root / name, busy)) for name, busy in (("quiet", 0), ("again", 0), ("busy", 4))}
 
 
 def test_quiet_runs_are_stable_and_say_so(runs):

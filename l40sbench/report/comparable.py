@@ -31,12 +31,14 @@ class Figure:
 @dataclass(frozen=True)
 class Line:
     """One comparable row of a result: its key, its status, its figures (name -> Figure), the record's
-    float32 matmul peak (GFLOP/s) and the stability guard's verdict ("" where it has none)."""
+    float32 matmul peak (GFLOP/s), the mean rate of the stability guard's bursts during the run and the
+    guard's verdict ("" where it has none)."""
 
     key: tuple
     status: str = "ok"
     figures: dict = field(default_factory=dict)
     peak_gflops: float | None = None
+    burst_gflops: float | None = None
     stability: str = ""
 
     def label(self) -> str:
@@ -52,8 +54,11 @@ def _record_facts(record: dict) -> dict:
     """What every line of a record shares: its peak and its stability verdict."""
     from l40sbench.core.utilisation import rates
 
+    stability = record.get("stability") or {}
+    bursts = [b["gflops"] for b in (stability.get("speed") or {}).get("bursts") or () if b.get("gflops")]
     return {"peak_gflops": rates(record.get("env") or {})[0],
-            "stability": (record.get("stability") or {}).get("verdict", "")}
+            "burst_gflops": sum(bursts) / len(bursts) if bursts else None,
+            "stability": stability.get("verdict", "")}
 
 
 def _latency_figures(inference: dict) -> dict:
