@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-# The guard's three bursts on a quiet 2-core host of this kind agree within 1.13x (max / min, 10 triples
-# back to back) and within 1.03-1.16x over a whole quiet run; with two processes spinning beside them they
-# fall 1.98-2.5x apart (benchmarks/stability_guard.py, benchmarks/stability_examples.py; docs/PERFORMANCE.md
-# "The stability guard"). 1.4 sits between with room on both sides, and below the 2.3x of the slow day.
+# The guard's three bursts on a quiet 2-core host of this kind agree within 1.02-1.13x (max / min, 10 triples
+# back to back, and over a whole quiet run); with two processes spinning beside them they fall 1.80-2.14x
+# apart (benchmarks/stability_guard.py, benchmarks/stability_examples.py; docs/PERFORMANCE.md "The stability
+# guard"). 1.4 sits between with room on both sides, and below the 2.3x of the slow day.
 SPEED_CHANGE = 1.4
 # The source example alternated 65-72 s and 116-123 s epochs (1.8x); 1.3 is beyond the few per cent a
 # quiet host's epochs drift, well short of the 2x a time-shared core gives.
