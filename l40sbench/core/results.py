@@ -247,7 +247,7 @@ class Row:
     step_jitter_percent: float | None = None
     step_ms: tuple[float, ...] = ()  # every timed step, in order, warm-up excluded
     step_ms_interval: dict = field(default_factory=dict)  # their n, mean, median, std and 95 % intervals
-    bursts: tuple[dict, ...] = ()  # the stability guard's matmul bursts before and after the steps (peak.burst)
+    bursts: tuple[dict, ...] = ()  # the stability guard's matmul burst right after the steps (peak.burst)
     gflops_per_image: float | None = None
     achieved_tflops: float | None = None
     utilisation: float | None = None

@@ -123,11 +123,10 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
     from l40sbench.core.timing import time_calls
     from l40sbench.peak.burst import Guard
 
-    guard = Guard(job.settings.backend, sync)  # the machine's speed before and after this row's steps
-    guard.check(f"{job.model} b{job.per_device_batch} start")
     time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
     seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
-    guard.check(f"{job.model} b{job.per_device_batch} end")
+    guard = Guard(job.settings.backend, sync)  # the machine's speed right after this row's steps
+    guard.check(f"{job.model} b{job.per_device_batch} x{replicas}")
     stats = step_throughput(seconds, job.per_device_batch * replicas)
     step_ms = tuple(1000.0 * s for s in seconds)
     achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
