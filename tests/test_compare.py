@@ -30,7 +30,7 @@ def copies(tiny_runs, tmp_path_factory):
     record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
     root = tmp_path_factory.mktemp("copies")
     paths = {}
-    for name, factor in (("slower", 3.0), ("faster", 0.8), ("same", 1.0)):
+    for name, factor in (("slower", 10.0), ("faster", 0.8), ("same", 1.0)):
         paths[name] = root / f"{name}.json"
         paths[name].write_text(json.dumps(scaled(record, factor)))
     worse = json.loads(json.dumps(record))
@@ -41,19 +41,19 @@ def copies(tiny_runs, tmp_path_factory):
 
 
 def test_a_slower_copy_exits_1_and_names_the_figures(tiny_runs, copies):
-    """Every sample 3x: the per-image figures (7 samples a side) are significantly slower; a figure of one
-    measurement is shown and not judged; the rule is printed."""
+    """Every sample 10x: the per-image figures (7 samples a side, taken beside other workers: one may be a few
+    times the others) are significantly slower; a figure of one measurement is shown and not judged."""
     result = run_cli("compare", tiny_runs["vgg19"], copies["slower"])
     assert result.returncode == 1, result.stdout + result.stderr
     verdicts = [line for line in result.stdout.splitlines() if "WORSE" in line]
     for figure in ("inference ms/image", "p50 ms"):
-        assert any(figure in line and "3.000" in line and "significantly beyond" in line for line in verdicts), (
+        assert any(figure in line and "10.000" in line and "significantly beyond" in line for line in verdicts), (
             figure, result.stdout)
-    assert any("images/s" in line and "0.333" in line for line in verdicts), result.stdout
+    assert any("images/s" in line and "0.100" in line for line in verdicts), result.stdout
     for figure in ("epoch s (wall / epochs)", "first epoch s"):
         assert any(figure in line and "one measurement: shown, not judged" in line
                    for line in result.stdout.splitlines()), result.stdout
-    assert "200.0 % slower" in result.stdout and "200.0 % fewer images/s" in result.stdout
+    assert "900.0 % slower" in result.stdout and "900.0 % fewer images/s" in result.stdout
     assert "REGRESSION" in result.stdout.splitlines()[-1] and "rule: " in result.stdout
 
 
@@ -63,7 +63,7 @@ def test_a_faster_or_equal_copy_passes(tiny_runs, copies):
         assert result.returncode == 0, result.stdout + result.stderr
         assert "no regression" in result.stdout and "WORSE" not in result.stdout
     # Within the tolerance passes; a tighter tolerance than the change trips.
-    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "250").returncode == 0
+    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "1000").returncode == 0
     assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "20").returncode == 1
 
 
