@@ -69,13 +69,18 @@ class Interval:
     @property
     def half_width_percent(self) -> float | None:
         """Half the mean's interval as a percentage of the mean: the "± x %" tables print."""
-        if self.mean_ci95 is None or not self.mean:
-            return None
-        low, high = self.mean_ci95
-        return 100.0 * (high - low) / 2 / abs(self.mean)
+        return half_width_percent(self.to_dict())
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def half_width_percent(block: dict | None) -> float | None:
+    """Half the mean's 95 % interval as a percentage of the mean, of an interval block as a record holds it."""
+    if not block or block.get("mean_ci95") is None or not block.get("mean"):
+        return None
+    low, high = block["mean_ci95"]
+    return 100.0 * (high - low) / 2 / abs(block["mean"])
 
 
 def _check(samples: Sequence[float]) -> np.ndarray:
@@ -101,8 +106,8 @@ def interval(samples: Sequence[float]) -> Interval:
         return Interval(n, mean, median, std, None, None, f"no interval: fewer than {MIN_SAMPLES} samples")
     if np.ptp(values) == 0:
         return Interval(n, mean, median, std, (mean, mean), (median, median), METHOD)
-    low, high = _bootstrap((values,), lambda v, axis: np.stack([np.mean(v, axis=axis),
-                                                                 _percentile_along(v, 0.5, axis)]))
+    low, high = _bootstrap((values,), lambda v, axis: np.stack([STATISTICS["mean"](v, axis),
+                                                                 STATISTICS["median"](v, axis)]))
     return Interval(n, mean, median, std, (float(low[0]), float(high[0])), (float(low[1]), float(high[1])), METHOD)
 
 
@@ -141,11 +146,5 @@ def spread_text(values: dict | None, unit: str = "", digits: int = 3) -> str:
     if not values or values.get("mean") is None:
         return "-"
     shown = f"{values['mean']:.{digits}f}{unit}"
-    known = Interval(**{**values, "mean_ci95": _pair(values.get("mean_ci95")),
-                        "median_ci95": _pair(values.get("median_ci95"))})
-    half = known.half_width_percent
-    return f"{shown} ± {half:.1f} % (n {known.n})" if half is not None else f"{shown} (n {known.n}, no interval)"
-
-
-def _pair(value) -> tuple[float, float] | None:
-    return None if value is None else (float(value[0]), float(value[1]))
+    half = half_width_percent(values)
+    return f"{shown} ± {half:.1f} % (n {values['n']})" if half is not None else f"{shown} (n {values['n']}, no interval)"

@@ -34,7 +34,7 @@ SPLIT_MIN_SHARE = 0.2  # a second speed is a fifth of the samples or more, not a
 SPLIT_MIN_GROUP = 3  # and three samples at least: two slow epochs of five are a moment, not a regime
 SPLIT_MIN_SAMPLES = 8  # the 10-epoch protocol has 9 steady epochs
 # pyperf warns past a 10 % standard deviation of loops it calibrated to run long enough; one call of a
-# small model on a shared 2-core host spreads 10-20 % even when quiet (robust spread of the tests' quiet
+# small model on a shared 2-core host spreads 10-30 % even when quiet (robust spread of the tests' quiet
 # runs: docs/PERFORMANCE.md "The stability guard"), so a quarter marks a run the spread itself discredits.
 DISPERSION = 0.25
 MIN_SAMPLES = 5
@@ -134,6 +134,11 @@ def verdict(bursts: Sequence[Mapping], samples: Mapping[str, tuple[Sequence[floa
     reasons += list(extra_reasons)
     return {"verdict": UNSTABLE if reasons else STABLE, "reasons": reasons, "speed": speed, "samples": figures,
             "thresholds": THRESHOLDS}
+
+
+def unstable(record: dict) -> bool:
+    """Whether the stability guard called a record's run unstable (False for a record without the guard)."""
+    return (record.get("stability") or {}).get("verdict") == UNSTABLE
 
 
 def line(stability: dict | None) -> str:

@@ -9,15 +9,12 @@ def number(value: float | None, digits: int = 3) -> str:
 
 def spread(block: dict | None) -> str:
     """"± 4.2 % (n 9)": the 95 % interval of a figure's mean as a share of it, from its record block."""
-    from l40sbench.core.intervals import Interval
+    from l40sbench.core.intervals import half_width_percent
 
     if not block or block.get("mean") is None:
         return "-"
-    if block.get("mean_ci95") is None:
-        return f"n {block['n']}, no interval"
-    low, high = block["mean_ci95"]
-    half = Interval(block["n"], block["mean"], None, None, (low, high), None, "").half_width_percent
-    return f"± {half:.1f} % (n {block['n']})"
+    half = half_width_percent(block)
+    return f"n {block['n']}, no interval" if half is None else f"± {half:.1f} % (n {block['n']})"
 
 
 def p99(inference: dict) -> str:

@@ -127,8 +127,10 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
 
 def _stability_lines(runs: list[tuple[str, dict]]) -> list[str]:
     """A warning per run the stability guard called unstable, with its reasons (its figures stay in the tables)."""
+    from l40sbench.core.stability import unstable
+
     lines = [f"- **Unstable run** {r['base']} [{label}]: {'; '.join(r['stability']['reasons'])}"
-             for label, r in runs if (r.get("stability") or {}).get("verdict") == "unstable"]
+             for label, r in runs if unstable(r)]
     return [*lines, ""] if lines else []
 
 

@@ -65,8 +65,9 @@ CLOCK_PER_EPOCH = "epoch clock mean"
 
 def _base(result: dict) -> str:
     """The base, marked where the stability guard called its run unstable."""
-    unstable = (result.get("stability") or {}).get("verdict") == "unstable"
-    return f"{result['base']} (unstable run)" if unstable else result["base"]
+    from l40sbench.core.stability import unstable
+
+    return f"{result['base']} (unstable run)" if unstable(result) else result["base"]
 
 
 def training_table(results: Sequence[dict]) -> str:
