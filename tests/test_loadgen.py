@@ -14,7 +14,7 @@ import pytest
 
 from l40sbench import cli
 from l40sbench.core.reading import read_result_file as read_result
-from l40sbench.loadgen.child import RESULT_FILE, run_job
+from l40sbench.loadgen.child import RESULT_FILE, run_job, warm_sizes, warm_up
 from l40sbench.loadgen.config import Job
 from l40sbench.loadgen.search import confirm
 from l40sbench.loadgen.summary import SUMMARY, read_summary
@@ -131,6 +131,34 @@ def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scena
 
 
 @SERIAL
+def test_a_server_test_far_past_capacity_ends_within_twice_its_duration(every_scenario):
+    """100,000 queries/s on a model that serves tens: LoadGen would issue 200,000 queries and wait for each
+    (hours); the query cap stops it at what the SUT serves in twice the duration, INVALID, saying why."""
+    assert cli.main(["infer", str(every_scenario), "--runtimes", "onnxruntime", "--scenario", "server",
+                     "--target-qps", "100000", "--duration", "2"]) == 0
+    (entry,) = [e for e in _entries(every_scenario, "server") if e["settings"]["target_qps"] == 100000]
+    assert entry["result"] == "INVALID"
+    assert any("Max query count reached" in reason for reason in entry["reasons"]), entry["reasons"]
+    cap = Job("server", 1, 0.0, 1, 2.0, None, capacity_qps=entry["settings"]["capacity_qps"]).query_cap(2.0, None)
+    assert entry["queries"] == cap < 100000
+    assert entry["wall_seconds"] < 3 * 2  # the bound is 2 x 2 s where the SUT serves at its probed rate
+
+
+def test_every_batch_size_dynamic_batching_can_form_is_warmed():
+    jobs = [Job("offline", 4, 0.0, 1, 1.0, None), Job("single-stream", 1, 0.0, 1, 1.0, None)]
+    seen = []
+    warm_up([lambda x: seen.append(len(x))] * 2, [np.zeros((1, 2, 2, 3), np.uint8)] * 3, warm_sizes(jobs))
+    assert seen == [1, 2, 3, 4]  # each size once; the two workers share one forward here
+
+
+def test_the_server_query_cap_is_twice_the_duration_at_the_sut_s_upper_rate_or_twice_the_query_floor():
+    job = Job("server", 1, 0.0, 1, 3.0, None, latency_bound_ms=15, target_qps=100000, capacity_qps=35.0)
+    assert job.query_cap(3.0, None) == 210  # 2 x 3 s x 35/s, above twice LoadGen's floor of 100
+    assert job.query_cap(1.0, None) == 200 and job.query_cap(1.0, 500) == 1000
+    assert Job("offline", 8, 0.0, 1, 3.0, None, capacity_qps=35.0).query_cap(3.0, None) is None
+
+
+@SERIAL
 def test_find_max_qps_finds_the_analytic_rate_of_a_known_service_time(tmp_path):
     """A stand-in SUT that sleeps 4 ms a sample serves at most 250 queries/s; with a 100 ms bound the
     search must land within 20 % of that."""
@@ -205,6 +233,23 @@ def test_a_confirming_run_over_the_bound_keeps_the_first_lower_rate_that_holds()
     assert found == pytest.approx(8.1) and [t["result"] for t in tries] == ["INVALID", "INVALID", "VALID"]
 
 
+def test_a_sut_whose_calls_all_fail_is_invalid_naming_the_error(tmp_path):
+    """LoadGen counts a sample answered once the SUT completes it, result or not: on a quiet machine its own
+    verdict on a SUT whose every call raises is VALID at a high rate. The entry must say INVALID whatever
+    LoadGen said, and name the error."""
+
+    def call(images):
+        raise RuntimeError("the runtime refused this input")
+
+    job = Job("single-stream", 1, 0.0, 1, 0.3, None, expected_latency_ms=0.1)
+    figures = run_job([call], [np.zeros((1, 4, 4, 3), np.uint8)] * 4, job, tmp_path, lambda label: None)
+    assert figures["result"] == "INVALID"
+    assert figures["sut"]["failed_calls"] == figures["sut"]["calls"] == figures["queries"] > 0
+    (first, *_) = figures["reasons"]
+    assert "failed" in first and "RuntimeError: the runtime refused this input" in first
+    assert "LoadGen itself said" in first
+
+
 def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     answered, calls, lock = [], [], threading.Lock()
 
@@ -241,6 +286,10 @@ def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     (("--scenario", "offline", "--batch", "0"), "--batch must be above 0"),
     (("--scenario", "offline", "--find-max-qps"), "--find-max-qps searches the server scenario"),
     (("--target-qps", "5"), "--target-qps goes with --scenario"),
+    (("--scenario", "server", "--workers", "1000"), "--workers 1000 is more than this machine's"),
+    (("--scenario", "offline", "--duration", "1e12"), "--duration must be at most 3600"),
+    (("--scenario", "offline", "--min-queries", "100000000000000000000"), "--min-queries must be at most 1e+07"),
+    (("--scenario", "multi-stream", "--samples-per-query", "1000000000"), "--samples-per-query must be at most 1024"),
 ])
 def test_bad_scenario_flags_are_one_line_before_any_work(args, fragment, tiny_runs):
     result = run_cli("infer", tiny_runs["vgg19"], *args, timeout=60)

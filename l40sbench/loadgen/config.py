@@ -10,6 +10,7 @@ default comes from the runtime's own probe, measured just before.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from l40sbench.errors import UserError
@@ -26,6 +27,16 @@ SEARCH_MIN_QUERIES = 200  # a short run's p99 rests on at least this many querie
 CONFIRM_MIN_QUERIES = 500  # LoadGen's 99th-percentile early stopping needs about 460 queries to call a run VALID
 SEARCH_RUN_FRACTION = 0.2  # a search run lasts this share of --duration (at least MIN_SEARCH_RUN_S)
 MIN_SEARCH_RUN_S = 1.0
+# A server test's query cap: what the SUT could serve in OVERLOAD_SPAN x the duration at an upper bound of its rate
+# (the probe's images/s x batch x workers: a batch costs at least one image's time), and at least twice the
+# queries LoadGen must see. Above its capacity LoadGen would issue rate x duration queries and wait for every one
+# (300,000 at 100,000/s for 3 s, served at 35/s: hours); with the cap it stops issuing and the test ends INVALID.
+OVERLOAD_SPAN = 2.0
+LOADGEN_MIN_QUERIES = 100  # LoadGen's own min_query_count when none is given
+# Values past these are mistakes, not tests: refused before any work.
+MAX_DURATION_S = 3600.0  # a search's runs and confirmations take about 6 durations: inside the child's 6 h timeout
+MAX_QUERIES = 10_000_000  # MLPerf's largest query floor (server, 270,336) with room to spare
+MAX_SAMPLES_PER_QUERY = 1024  # MLPerf's multi-stream uses 8
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,15 @@ class LoadConfig:
         for flag, value in positive.items():
             if not value > 0:
                 raise UserError(f"{flag} must be above 0, got {value:g}")
+        cores = os.cpu_count() or 1
+        if self.workers > cores:
+            raise UserError(f"--workers {self.workers} is more than this machine's {cores} cores: each worker is a "
+                            "thread calling the model")
+        ceilings = {"--duration": (self.duration_s, MAX_DURATION_S), "--min-queries": (self.min_queries, MAX_QUERIES),
+                    "--samples-per-query": (self.samples_per_query, MAX_SAMPLES_PER_QUERY)}
+        for flag, (value, ceiling) in ceilings.items():
+            if value is not None and value > ceiling:
+                raise UserError(f"{flag} must be at most {ceiling:g}, got {value:g}")
         optional = {"--latency-bound-ms": self.latency_bound_ms, "--expected-qps": self.expected_qps,
                     "--target-qps": min(self.target_qps) if self.target_qps else None,
                     "--min-queries": self.min_queries}
@@ -96,6 +116,14 @@ class Job:
     find_max_qps: bool = False
     start_qps: float | None = None  # the search's first rate: the probe's images/s
     probe_p50_ms: float | None = None  # no rate can be VALID when this is above the bound
+    capacity_qps: float | None = None  # server: an upper bound of the SUT's rate, behind its query cap
+
+    def query_cap(self, duration_s: float, min_queries: int | None) -> int | None:
+        """A server test's most queries (LoadGen's max_query_count); None where LoadGen needs none."""
+        if self.scenario != "server" or not self.capacity_qps:
+            return None
+        floor = 2 * (min_queries or LOADGEN_MIN_QUERIES)
+        return max(floor, math.ceil(OVERLOAD_SPAN * duration_s * self.capacity_qps))
 
     @property
     def tag(self) -> str:
@@ -128,10 +156,11 @@ def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
                 out.append(Job(**common, expected_qps=config.expected_qps or probe.images_per_second * speedup))
             else:
                 bound = config.latency_bound_ms or LATENCY_BOUND_MS[task]
+                capacity = probe.images_per_second * batch * config.workers
                 if config.find_max_qps:
-                    out.append(Job(**common, latency_bound_ms=bound, find_max_qps=True,
+                    out.append(Job(**common, latency_bound_ms=bound, find_max_qps=True, capacity_qps=capacity,
                                    start_qps=probe.images_per_second, probe_p50_ms=probe.p50_ms))
                     continue
                 for rate in config.target_qps or (round(probe.images_per_second / 2, 1),):
-                    out.append(Job(**common, latency_bound_ms=bound, target_qps=rate))
+                    out.append(Job(**common, latency_bound_ms=bound, target_qps=rate, capacity_qps=capacity))
     return out

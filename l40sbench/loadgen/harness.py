@@ -17,7 +17,7 @@ import numpy as np
 
 from l40sbench.loadgen.config import SCENARIOS, SERVER_PERCENTILE, Job
 from l40sbench.loadgen.summary import read_logs
-from l40sbench.loadgen.sut import BatchingSUT, Call
+from l40sbench.loadgen.sut import BatchingSUT, Call, with_sut_verdict
 
 Progress = Callable[[dict], None]
 PROGRESS_EVERY_S = 1.0
@@ -31,10 +31,14 @@ def loadgen_settings(job: Job, target_qps: float | None = None, duration_s: floa
     settings = lg.TestSettings()
     settings.scenario = getattr(lg.TestScenario, SCENARIOS[job.scenario])
     settings.mode = lg.TestMode.PerformanceOnly
-    settings.min_duration_ms = int((duration_s or job.duration_s) * 1000)
+    duration_s = duration_s or job.duration_s
+    settings.min_duration_ms = int(duration_s * 1000)
     queries = min_queries or job.min_queries
     if queries:
         settings.min_query_count = int(queries)
+    cap = job.query_cap(duration_s, queries)
+    if cap:
+        settings.max_query_count = cap
     if job.scenario == "single-stream":
         settings.single_stream_expected_latency_ns = max(1, int(job.expected_latency_ms * 1e6))
     elif job.scenario == "multi-stream":
@@ -97,8 +101,9 @@ def run_test(calls: Sequence[Call], images: Sequence[np.ndarray], job: Job, fold
     trace = folder / "mlperf_log_trace.json"
     if trace.is_file() and not trace.stat().st_size:  # LoadGen leaves it empty with the trace off
         trace.unlink()
-    figures = read_logs(folder)
-    return {**figures, "wall_seconds": time.perf_counter() - started, "sut": sut.stats(), "log_dir": str(folder)}
+    stats = sut.stats()
+    figures = with_sut_verdict(read_logs(folder), stats)
+    return {**figures, "wall_seconds": time.perf_counter() - started, "sut": stats, "log_dir": str(folder)}
 
 
 def _watch(sut: BatchingSUT, done: threading.Event, on_progress: Progress | None) -> None:

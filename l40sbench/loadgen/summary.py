@@ -128,5 +128,7 @@ def read_logs(folder: Path) -> dict:
     figures["queries"] = detail.get("result_query_count")
     figures["samples_per_query"] = detail.get("generated_samples_per_query")
     figures["errors"] = detail.get("num_errors", 0)
+    if detail.get("error_runtime"):  # why LoadGen stopped issuing, as in "Ending early: Max query count reached"
+        figures["reasons"] = [*figures["reasons"], f"LoadGen: {detail['error_runtime']}"]
     figures["loadgen_version"] = str(detail.get("loadgen_version", "")).split(" @")[0] or None
     return figures

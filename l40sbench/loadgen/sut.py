@@ -20,6 +20,7 @@ import numpy as np
 
 Call = Callable[[np.ndarray], object]
 _STOP = object()
+MAX_ERRORS_KEPT = 5
 
 
 class BatchingSUT:
@@ -40,7 +41,9 @@ class BatchingSUT:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.batch_sizes: Counter = Counter()
         self.answered: Counter = Counter()  # sample id -> times completed (exactly once each, or a bug)
-        self.errors: list[str] = []
+        self.errors: list[str] = []  # the first few, as text
+        self.failed_calls = 0
+        self.failed_samples = 0
         self._lock = threading.Lock()
         self._workers = [threading.Thread(target=self._work, args=(call,), daemon=True, name=f"sut-worker-{i}")
                          for i, call in enumerate(calls)]
@@ -92,7 +95,10 @@ class BatchingSUT:
                 call(images[0] if len(images) == 1 else np.concatenate(images))
             except Exception as exc:  # noqa: BLE001  LoadGen must still hear back, or it waits forever
                 with self._lock:
-                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                    self.failed_calls += 1
+                    self.failed_samples += len(taken)
+                    if len(self.errors) < MAX_ERRORS_KEPT:
+                        self.errors.append(f"{type(exc).__name__}: {exc}")
             ids = [sample_id for sample_id, _ in taken]
             self.complete(ids)
             with self._lock:
@@ -105,10 +111,24 @@ class BatchingSUT:
             worker.join()
 
     def stats(self) -> dict:
-        """What the SUT did: calls by batch size, samples answered, any sample answered twice, errors."""
+        """What the SUT did: calls by batch size, samples answered, any sample answered twice, the calls that
+        raised (their count, the samples they held, the first few errors)."""
         with self._lock:
             return {"calls": sum(self.batch_sizes.values()),
                     "batch_sizes": {str(size): count for size, count in sorted(self.batch_sizes.items())},
                     "samples_answered": sum(self.answered.values()),
                     "answered_twice": sum(1 for count in self.answered.values() if count > 1),
-                    "workers": len(self._workers), "errors": self.errors[:5]}
+                    "workers": len(self._workers), "failed_calls": self.failed_calls,
+                    "failed_samples": self.failed_samples, "errors": list(self.errors)}
+
+
+def with_sut_verdict(figures: dict, stats: dict) -> dict:
+    """LoadGen's figures with the SUT's own failures ruled on: LoadGen counts a sample answered when the SUT
+    completes it, result or not, so a test any of whose calls raised is INVALID, naming the first error
+    and what LoadGen itself said."""
+    if not stats["failed_calls"]:
+        return figures
+    reason = (f"the system under test failed {stats['failed_calls']} of {stats['calls']} calls "
+              f"({stats['failed_samples']} samples answered without a result; LoadGen itself said "
+              f"{figures.get('result') or 'nothing'}); first error: {stats['errors'][0]}")
+    return {**figures, "result": "INVALID", "reasons": [reason, *figures.get("reasons", [])]}
