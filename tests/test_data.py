@@ -157,3 +157,27 @@ def test_standin_generation_is_deterministic_and_learnable_shape(tmp_path):
     shapes = {data.decode_rgb((tmp_path / "a" / rel).read_bytes()).shape[:2] for rel in files_a}
     assert len(shapes) > 1  # varied sizes and aspect ratios
     assert COUNTS == {"train": {"cats": 279, "dogs": 278}, "test": {"cats": 70, "dogs": 70}}
+
+
+def test_runs_that_ask_for_a_stand_in_at_once_generate_it_once_and_each_finds_it_whole(tmp_path):
+    """Runs started together on a fresh checkout: one generates, the others wait and read the same set."""
+    import threading
+    import time
+
+    from l40sbench.data.generated import generate_once
+
+    made = []
+
+    def write(folder):
+        made.append(folder)
+        time.sleep(0.3)  # long enough for every other caller to arrive meanwhile
+        (folder / "a.txt").write_text("a")
+
+    found = []
+    callers = [threading.Thread(target=lambda: found.append(
+        (generate_once(tmp_path / "set", {"seed": 1}, write) / "a.txt").read_text())) for _ in range(4)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert len(made) == 1 and found == ["a"] * 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import tempfile
@@ -11,24 +12,35 @@ from pathlib import Path
 _MARKER = "standin.json"
 
 
+def _made_from(root: Path, recipe: dict) -> bool:
+    marker = root / _MARKER
+    return marker.is_file() and json.loads(marker.read_text()) == recipe
+
+
 def generate_once(root: Path, recipe: dict, write: Callable[[Path], None]) -> Path:
     """Runs write(tmp) into a temp folder and renames it to root, unless root
     already holds a set made from the same recipe (generator version, seed, counts).
+
+    Several processes asking at once (runs started together on a fresh checkout) take turns on a lock
+    beside root: one generates, the others find the set made; none replaces a set another is reading.
     """
-    marker = root / _MARKER
-    if marker.is_file() and json.loads(marker.read_text()) == recipe:
+    if _made_from(root, recipe):
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-    try:
-        write(tmp)
-        (tmp / _MARKER).write_text(json.dumps(recipe))
-        if root.exists():
-            shutil.rmtree(root)
-        tmp.rename(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _made_from(root, recipe):
+            return root
+        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
+        try:
+            write(tmp)
+            (tmp / _MARKER).write_text(json.dumps(recipe))
+            if root.exists():
+                shutil.rmtree(root)
+            tmp.rename(root)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return root
 
 
