@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from l40sbench.core.records import to_csv, to_json, write_atomic, write_result
@@ -40,7 +41,7 @@ def fake_device(durations_s):
         events.append("work")
         clock.now += remaining.pop(0)
 
-    return clock, (lambda: events.append("sync")), work, events
+    return clock, (lambda *output: events.append("sync")), work, events
 
 
 def test_probe_drops_warmup_and_computes_rate():
@@ -259,3 +260,46 @@ def _tiny_run_record() -> dict:
                         steady_epoch_seconds=None)
     return RunResult(task="classify", base="vgg19", complete=True, config={}, env={},
                      dataset=DatasetInfo("stand-in", 8, 8, {}), train=train, weights="random").to_dict()
+
+
+def test_the_probe_syncs_on_what_each_call_returned_and_drains_only_before_the_clock():
+    from l40sbench.core.timing import on_host, time_calls
+
+    waits = []
+    on_device = object()  # what a call returns that has not crossed to the host
+    outputs = iter([np.zeros(2), {"boxes": np.ones(1)}, on_device])
+    time_calls(lambda _: next(outputs), range(3), clock=iter(range(10)).__next__, sync=lambda *o: waits.append(o))
+    assert [len(o) for o in waits] == [0, 1, 0, 1, 0, 1]  # drain before each clock, the output after each call
+    assert [on_host(o[0]) for o in waits[1::2]] == [True, True, False] and waits[5] == (on_device,)
+
+
+def test_the_jax_sync_waits_on_the_output_and_drains_every_live_array_only_when_given_none(monkeypatch):
+    jax = pytest.importorskip("jax")
+    from l40sbench.backends import jax as jax_backend
+
+    waited = []
+    monkeypatch.setattr(jax, "live_arrays", lambda: waited.append("every live array") or [])
+    monkeypatch.setattr(jax, "block_until_ready", lambda output: waited.append("the output") or output)
+    sync = jax_backend.sync()
+    sync(np.zeros(3))  # a host copy: the call has waited
+    assert waited == []
+    sync(object())  # a device array stand-in
+    assert waited == ["the output"]
+    sync()
+    assert waited == ["the output", "every live array"]
+
+
+def test_the_tensorflow_sync_on_a_gpu_skips_outputs_already_on_the_host(monkeypatch):
+    import tensorflow as tf
+
+    from l40sbench.backends import tf_device
+
+    synced = []
+    monkeypatch.setattr(tf_device, "has_gpu", lambda: True)
+    monkeypatch.setattr(tf.test.experimental, "sync_devices", lambda: synced.append(1))
+    sync = tf_device.device_sync()
+    sync({"detection_boxes": np.zeros((1, 4))})
+    assert synced == []
+    sync(tf.constant(1.0))
+    sync()
+    assert synced == [1, 1]

@@ -117,6 +117,15 @@ def test_bad_device_flags_are_one_line_and_exit_2(args, fragment, tmp_path):
     assert len(ours) == 1 and result.stderr.strip().splitlines()[-1] == ours[0] and fragment in ours[0], result.stderr
 
 
+def test_scaling_draws_no_speed_up_between_a_first_epoch_and_steady_epochs():
+    steady = {"devices": {"replicas": 1, "kind": "GPU"}, "train": {"steady_epoch_seconds": 4.0}}
+    first_only = {"devices": {"replicas": 2, "kind": "GPU"}, "train": {"first_epoch_seconds": 9.0}}
+    blocks = scaling([steady, first_only])
+    assert [b["epoch_seconds_from"] for b in blocks] == ["steady epochs (2..N)", "first epoch (tracing included)"]
+    assert all(b["speedup"] is None and b["efficiency"] is None for b in blocks)
+    assert all("different clocks" in b["not_computed"] and "2 epochs or more" in b["not_computed"] for b in blocks)
+
+
 def test_scaling_is_against_the_fewest_devices():
     def record(replicas, seconds):
         return {"devices": {"replicas": replicas, "kind": "GPU"}, "train": {"steady_epoch_seconds": seconds}}

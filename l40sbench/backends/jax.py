@@ -1,7 +1,9 @@
 """What the jax backend does differently: jax.jit forwards and steps, JAX's devices, XLA's FLOP count.
 
-JAX dispatches asynchronously on every device, the CPU included, so the clocks'
-sync waits for every live array: the outputs a timed call keeps are then ready.
+JAX dispatches asynchronously on every device, the CPU included. The clocks'
+sync waits on what a timed call returned (every output of one jitted call is
+ready when its execution ends; host arrays need no wait), and drains every
+live array only where no output is given (before a clock starts, an epoch's end).
 Without a GPU, N devices are N host-platform devices
 (XLA_FLAGS=--xla_force_host_platform_device_count=N, set before JAX starts).
 """
@@ -61,15 +63,22 @@ def device() -> tuple[str, str]:
     return first["type"], first["model"]
 
 
-def _wait() -> None:
+def _wait(*output: object) -> None:
     import jax
 
+    from l40sbench.core.timing import on_host
+
+    if output:
+        if not on_host(output[0]):
+            jax.block_until_ready(output[0])
+        return
     for array in jax.live_arrays():
         array.block_until_ready()
 
 
 def sync():
-    """Blocks until every live array is computed (JAX dispatches asynchronously, on the CPU too)."""
+    """sync(output) blocks until that output is computed, sync() until every live array is (JAX dispatches
+    asynchronously, on the CPU too)."""
     return _wait
 
 

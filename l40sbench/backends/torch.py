@@ -52,11 +52,20 @@ def device() -> tuple[str, str]:
 
 
 def sync():
+    """sync() waits for all queued CUDA work; sync(output) only where the output is not on the host yet."""
     import torch
 
-    from l40sbench.core.timing import no_sync
+    from l40sbench.core.timing import no_sync, on_host
 
-    return torch.cuda.synchronize if _cuda() else no_sync
+    if not _cuda():
+        return no_sync
+
+    def wait(*output: object) -> None:
+        if output and on_host(output[0]):
+            return
+        torch.cuda.synchronize()
+
+    return wait
 
 
 def training_compile(xla: bool) -> tuple[bool, str]:

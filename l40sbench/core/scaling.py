@@ -33,18 +33,28 @@ def scaling(records: Sequence[dict]) -> list[dict]:
         return []
     basis = min(records, key=lambda r: r["devices"]["replicas"])
     n0, t0 = basis["devices"]["replicas"], epoch_seconds(basis)
+    clocks = {_clock(record) for record in records}
     out = []
     for record in records:
         n, t = record["devices"]["replicas"], epoch_seconds(record)
         block = {"kind": "strong", "held_fixed": HELD_FIXED, "basis_devices": n0, "devices": n,
-                 "epoch_seconds": t, "basis_epoch_seconds": t0,
-                 "epoch_seconds_from": "steady epochs (2..N)" if (record.get("train") or {}).get(
-                     "steady_epoch_seconds") else "first epoch (tracing included)",
+                 "epoch_seconds": t, "basis_epoch_seconds": t0, "epoch_seconds_from": _clock(record),
                  "speedup": None, "efficiency": None}
-        if t and t0:
+        if len(clocks) > 1:
+            block["not_computed"] = MIXED_CLOCKS
+        elif t and t0:
             block["speedup"] = t0 / t
             block["efficiency"] = t0 / (n / n0 * t)
         if "CPU" in str(record["devices"].get("kind", "")):
             block["note"] = SHARED_CPU
         out.append(block)
     return out
+
+
+STEADY, FIRST = "steady epochs (2..N)", "first epoch (tracing included)"
+MIXED_CLOCKS = ("the counts' epoch times are of different clocks (steady epochs at some, the first epoch with its "
+                "tracing at others): no speed-up is drawn between them; train 2 epochs or more at every count")
+
+
+def _clock(record: dict) -> str:
+    return STEADY if (record.get("train") or {}).get("steady_epoch_seconds") else FIRST

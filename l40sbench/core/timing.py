@@ -1,9 +1,12 @@
 """The clocks the pipelines are timed with.
 
 The workload never times itself: a pipeline hands over a callable (or calls
-start/stop from a framework callback) and a sync function that blocks until
-queued device work is done. Sync runs before every clock reading, so an
-asynchronous GPU cannot make a step look faster than it was.
+start/stop from a framework callback) and a sync function. `sync()` blocks
+until every queued device operation is done; `sync(output)` until a timed
+call's output is ready, which a call that returned host values (numpy arrays,
+numbers, None) already is: nothing then runs inside the clock after the call.
+The clock is read only after a sync, so an asynchronous GPU cannot make a step
+look faster than it was.
 """
 
 from __future__ import annotations
@@ -13,14 +16,32 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from l40sbench.core.stats import LatencyStats, summarize
 
 Clock = Callable[[], float]
-Sync = Callable[[], None]
+Sync = Callable[..., None]  # sync() drains all queued work; sync(output) waits until that output is ready
 
 
-def no_sync() -> None:
+def no_sync(*output: object) -> None:
     """Sync for devices that run synchronously (the CPU)."""
+
+
+def on_host(output: object) -> bool:
+    """True when `output` holds only host values (numpy arrays and scalars, Python numbers and strings,
+    None), alone or in lists, tuples and dicts: the call that returned it has waited for its device.
+
+    >>> on_host({"boxes": np.zeros(3), "n": 2}), on_host([np.float32(1), None]), on_host(object())
+    (True, True, False)
+    """
+    if output is None or isinstance(output, (np.ndarray, np.generic, int, float, str, bytes)):
+        return True
+    if isinstance(output, (list, tuple)):
+        return all(on_host(item) for item in output)
+    if isinstance(output, dict):
+        return all(on_host(item) for item in output.values())
+    return False
 
 
 @dataclass(frozen=True)
@@ -109,13 +130,17 @@ def time_calls(
     clock: Clock = time.perf_counter,
     sync: Sync = no_sync,
 ) -> list[float]:
-    """Times fn(sample) once per sample; returns the durations in seconds."""
+    """Times fn(sample) once per sample; returns the durations in seconds.
+
+    Queued work is drained before each clock starts; after the call, the sync waits on what fn returned
+    and no more (fn returns what it computed: host values need no wait).
+    """
     durations = []
     for sample in samples:
         sync()
         start = clock()
-        fn(sample)
-        sync()
+        output = fn(sample)
+        sync(output)
         durations.append(clock() - start)
     return durations
 

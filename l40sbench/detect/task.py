@@ -93,10 +93,14 @@ def measure_inference(serving, test, classes, config: DetectConfig, sync, notes:
     prepared: list = []  # the timed preprocess feeds the model probe that follows it on the same image
     outputs: list = []
 
-    def run_preprocess(i: int) -> None:
+    def run_preprocess(i: int):
         out = preprocess(images[i])
-        garden.host(out)  # waits for the values
         prepared.append(out)  # kept as tensors: numpy inputs would retrace `forward` per image
+        return garden.host(out)  # waits for the values
+
+    def run_total(i: int):
+        outputs.append(garden.host(serve(images[i])))
+        return outputs[-1]
 
     def progress(done: int, seconds: float) -> None:
         if done % 10 == 0:
@@ -106,7 +110,7 @@ def measure_inference(serving, test, classes, config: DetectConfig, sync, notes:
         {
             "preprocess": run_preprocess,  # first in each rotation: prepared[i] exists when the model runs
             "model_with_postprocess": lambda i: garden.host(forward(*prepared[i])),
-            "total": lambda i: outputs.append(garden.host(serve(images[i]))),
+            "total": run_total,
         },
         range(len(images)), warmup=config.warmup, sync=sync,
         progress=progress,

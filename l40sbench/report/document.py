@@ -143,7 +143,8 @@ def _scaling_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list
     for name, records in groups.items():
         parts += [f"{name}: {records[0]['scaling']['held_fixed']}", "",
                   markdown_table(SCALING_HEADERS, scaling_cells(records)), ""]
-        parts += sorted({f"- {r['scaling']['note']}" for r in records if r["scaling"].get("note")}) + [""]
+        parts += sorted({f"- {r['scaling'][key]}" for r in records for key in ("note", "not_computed")
+                         if r["scaling"].get(key)}) + [""]
     plot = f"epoch_vs_devices_{task}.png"
     plots.epoch_vs_devices({name: [(r["scaling"]["devices"], r["scaling"]["epoch_seconds"]) for r in records]
                             for name, records in groups.items()}, out / plot,

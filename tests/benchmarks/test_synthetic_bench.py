@@ -87,3 +87,8 @@ def test_synthetic_jax_step_against_a_bare_jax_jit_step(benchmark):
         record_gate(benchmark, "synthetic_jax_step_over_bare_jax_jit", measured["ratio"], maximum=JAX_STEP_BOUND,
                     what=f"the sweep's jax step ({JAX_MODEL}, batch {JAX_BATCH}, DataParallel over 1 device) / a "
                          "bare jax.jit step of the same model, median of paired rounds")
+        record_gate(benchmark, "jax_probe_over_bare_jax_jit_loop", measured["probe_ratio"], maximum=RATIO_BOUND,
+                    minimum=1 / RATIO_BOUND,
+                    what="the latency probe on jax (backends.jax.forward, core.timing.probe_latency, the backend's "
+                         "sync) / a bare jax.jit loop with block_until_ready on each output, per image, lenet "
+                         "(below the bound: the probe skips work)")
