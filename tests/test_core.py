@@ -303,3 +303,20 @@ def test_the_tensorflow_sync_on_a_gpu_skips_outputs_already_on_the_host(monkeypa
     sync(tf.constant(1.0))
     sync()
     assert synced == [1, 1]
+
+
+def test_peak_memory_is_the_most_any_one_device_held_on_jax(monkeypatch):
+    jax = pytest.importorskip("jax")
+    from l40sbench.backends import jax as jax_backend
+
+    class Device:
+        def __init__(self, peak):
+            self.peak = peak
+
+        def memory_stats(self):
+            return None if self.peak is None else {"peak_bytes_in_use": self.peak}
+
+    monkeypatch.setattr(jax, "devices", lambda: [Device(2**20), Device(3 * 2**20)])
+    assert jax_backend.peak_memory_mb("GPU") == 3.0  # not the first device's 1, not the sum's 4
+    monkeypatch.setattr(jax, "devices", lambda: [Device(None)])
+    assert jax_backend.peak_memory_mb("CPU") is None

@@ -131,11 +131,12 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
 
 
 def peak_memory_mb(kind: str) -> float | None:
-    """The peak bytes JAX's allocator held on the first device (a GPU); None where it keeps no count."""
+    """The most JAX's allocator held on any one device (GPUs); None where it keeps no count (the CPU)."""
     import jax
 
-    stats = jax.devices()[0].memory_stats() or {}
-    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else None
+    peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use") for device in jax.devices()]
+    peaks = [peak for peak in peaks if peak is not None]
+    return max(peaks) / 2**20 if peaks else None
 
 
 # --- the peak's kernels ---------------------------------------------------------------------

@@ -104,9 +104,12 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
 
 
 def peak_memory_mb(kind: str) -> float | None:
+    """The most the caching allocator held on any one GPU; None on the CPU."""
     import torch
 
-    return torch.cuda.max_memory_allocated() / 2**20 if kind == "GPU" else None
+    if kind != "GPU":
+        return None
+    return max(torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count())) / 2**20
 
 
 # --- the peak's kernels ---------------------------------------------------------------------

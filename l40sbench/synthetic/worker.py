@@ -105,13 +105,18 @@ def build_step(strategy, model, job: Job, global_batch: int):
     return step
 
 
+# One convention on every backend: the most any one device held (what an out-of-memory is about), or on a CPU
+# the process's peak resident set.
+PEAK_MEMORY = "the most any one device held at once (GPU: its allocator's peak; CPU: the process's peak resident set)"
+
+
 def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
     import tensorflow as tf
 
     if device_kind == "GPU":
-        return sum(tf.config.experimental.get_memory_info(name.split("device:")[-1])["peak"]
+        return max(tf.config.experimental.get_memory_info(name.split("device:")[-1])["peak"]
                    for name in devices) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    return _host_peak_mb()
 
 
 def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: int, kind: str,
@@ -140,7 +145,7 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         bursts=tuple(b.to_dict() for b in guard.bursts),
         gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
-        extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled},
+        extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled, "peak_memory": PEAK_MEMORY},
     )
 
 
