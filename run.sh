@@ -67,8 +67,7 @@ if [ "${1:-}" = "test" ]; then
     # Lint and the layers contract first (seconds): pyproject.toml's [tool.ruff] and [tool.importlinter].
     "$venv/bin/ruff" check --quiet .
     "$venv/bin/lint-imports" --no-cache | sed -n '/^Contracts:/,$p'
-    # The suite on four workers (pytest-xdist; the tests that share a module's fixture stay on one, the others
-    # go wherever a worker is free, slowest modules first: tests/conftest.py), then the
+    # The suite on four workers (pytest-xdist; a module's tests stay on one, slowest modules first), then the
     # tests marked serial alone: a LoadGen verdict taken while other workers run says nothing. Four on two cores:
     # much of a tiny run is single-threaded Python (tracing, Model Garden's builders, imports), which overlaps
     # (docs/performance-log.md, "The test suite on several workers"). No timed assertion runs in the first part; the speed gate is the
@@ -76,7 +75,7 @@ if [ "${1:-}" = "test" ]; then
     runs="$(mktemp -d "${TMPDIR:-/tmp}/l40sbench-test-runs-XXXXXX")"
     trap 'rm -rf "$runs"' EXIT
     export L40SBENCH_TEST_RUNS="$runs"
-    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "not serial" -n 4 --dist loadgroup --no-loadscope-reorder
+    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "not serial" -n 4 --dist loadfile --no-loadscope-reorder
     "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m serial
     exit 0
   fi

@@ -42,26 +42,15 @@ def pytest_configure(config):
             assert measured.returncode == 0, measured.stderr[-3000:]
 
 
-# The slowest modules first (about 250-900 s of a worker's time each on four workers), so that under
-# `--dist loadgroup` (./run.sh test) the workers finish together; the others follow in their own order.
-SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_devices.py", "test_backends.py",
-                 "test_classify_e2e.py", "test_tfds.py", "test_synthetic_e2e.py", "test_compare.py")
+# The slowest modules first (about 160-290 s each in a serial run on two cores), so that under `--dist loadfile`
+# (./run.sh test) the workers finish together; the others follow in their own order.
+SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_devices.py",
+                 "test_classify_e2e.py", "test_synthetic_e2e.py", "test_compare.py", "test_tfds.py")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """The slowest modules first; a test that uses a module- or class-scoped fixture runs on the worker that
-    runs its module's other such tests (the fixture is made once), every other test wherever a worker is free.
-
-    A module of heavy tests that share no fixture must not hold one worker: test_detect_e2e's six detector
-    runs alone are about 900 s of a worker's time, the whole parallel part's length on four workers."""
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a module keeps its order
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        scopes = {fixture.scope for defs in (info.name2fixturedefs.values() if info else ()) for fixture in defs}
-        if scopes & {"module", "class", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
 
 
 @pytest.fixture(autouse=True, scope="session")
