@@ -191,3 +191,48 @@ def test_a_peak_file_is_measured_once_then_read_where_its_context_matches(tmp_pa
     assert cache.kept_or_measured(path, here, measure_now)["source"] == utilisation.SOURCE_MEASURED
     assert path.read_text() == "{not json"
     assert cache.kept_or_measured(None, here, measure_now)["source"] == utilisation.SOURCE_MEASURED
+
+
+def test_jax_names_what_float32_runs_as_on_a_gpu():
+    from l40sbench.backends.jax import float32_math
+
+    assert [float32_math("GPU", p) for p in (None, "default", "tensorfloat32", "bfloat16_3x", "highest")] == [
+        "tf32", "tf32", "tf32", "bfloat16_3x", "float32"]  # three bfloat16 passes are not TF32
+    assert float32_math("CPU", None) == "float32"
+
+
+def test_torch_records_both_tf32_switches_and_the_peak_mode_sets_both(monkeypatch):
+    import sys
+    import types
+
+    from l40sbench.backends import torch as torch_backend
+
+    backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)),
+                                     cudnn=types.SimpleNamespace(allow_tf32=True))  # torch's own defaults
+    fake = types.SimpleNamespace(backends=backends, get_num_threads=lambda: 2)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    context = torch_backend.peak_context("GPU")
+    assert context["tf32_allowed"] == {"matmul": False, "cudnn": True}
+    assert context["tf32_enabled"] is True  # cuDNN's convolutions run TF32: divide by the TF32 peak
+    with torch_backend.precision_mode("GPU", "float32"):
+        assert torch_backend.tf32_flags(fake) == {"matmul": False, "cudnn": False}
+    assert torch_backend.tf32_flags(fake) == {"matmul": False, "cudnn": True}
+
+
+def test_the_peak_keeps_the_clocks_the_device_reported_while_it_was_measured(monkeypatch):
+    from l40sbench.backends import telemetry
+    from l40sbench.core.telemetry import Source
+    from l40sbench.peak.measure import clocks_while_measured
+
+    clocks = iter(range(1500, 3000, 10))
+    monkeypatch.setattr(telemetry, "source", lambda: (Source("fake", lambda: {"clock_mhz": next(clocks)}), ""))
+    import time
+
+    with clocks_while_measured() as seen:
+        time.sleep(0.35)
+    low, high = seen["summary"]["clock_mhz"]
+    assert 1500 <= low < high and seen["summary"]["samples"] >= 2
+    monkeypatch.setattr(telemetry, "source", lambda: (None, "no device reports its clocks"))
+    with clocks_while_measured() as seen:
+        pass
+    assert seen["summary"] is None

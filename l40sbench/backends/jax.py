@@ -189,15 +189,29 @@ def conv(shape: tuple, filters: int):
     return call
 
 
+# What float32 matmuls and convolutions run as on a GPU under each jax_default_matmul_precision: XLA's default
+# (and 'bfloat16', 'tensorfloat32', 'high', its other names for the fast modes) uses TF32 on GPUs that have it;
+# 'bfloat16_3x' splits each float32 into three bfloat16 passes, which is neither TF32 nor float32's own units.
+GPU_FLOAT32_MATH = {None: "tf32", "default": "tf32", "fastest": "tf32", "bfloat16": "tf32", "tensorfloat32": "tf32",
+                    "high": "tf32", "bfloat16_3x": "bfloat16_3x", "float32": "float32", "highest": "float32"}
+
+
+def float32_math(kind: str, precision: str | None) -> str:
+    """What a float32 matmul runs as on this device under jax's default matmul precision."""
+    if kind != "GPU":
+        return "float32"
+    return GPU_FLOAT32_MATH.get(precision.lower() if precision else None, f"unknown ({precision})")
+
+
 def peak_context(kind: str) -> dict:
-    """What a kept peak must share with this run: JAX's device count, and its float32 matmul precision
-    (XLA's default runs float32 as TF32 on GPUs that have it, as TensorFlow's does)."""
+    """What a kept peak must share with this run: JAX's device count, and what its float32 work runs as
+    (a run's float32 utilisation is divided by the TF32 peak only where float32 runs as TF32)."""
     import jax
 
     precision = jax.config.jax_default_matmul_precision
-    return {"logical_devices": len(jax.devices()),
-            "tf32_enabled": kind == "GPU" and precision in (None, "default", "tensorfloat32", "bfloat16_3x"),
-            "default_matmul_precision": precision or "default"}
+    math = float32_math(kind, precision)
+    return {"logical_devices": len(jax.devices()), "tf32_enabled": math == "tf32",
+            "float32_runs_as": math, "default_matmul_precision": precision or "default"}
 
 
 @contextlib.contextmanager

@@ -143,27 +143,37 @@ def conv(shape: tuple, filters: int):
     return lambda: torch.nn.functional.conv2d(x, k, padding="same")
 
 
+def tf32_flags(torch) -> dict:
+    """torch's two TF32 switches: matmuls (off by default) and cuDNN convolutions (on by default)."""
+    return {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+
+
 def peak_context(kind: str) -> dict:
+    """What a kept peak must share with this run. A convolutional net's float32 work is mostly cuDNN's, which
+    runs TF32 unless switched off: float32 runs are divided by the TF32 peak where either switch is on."""
     import torch
 
-    return {"logical_devices": 1, "tf32_enabled": kind == "GPU" and bool(torch.backends.cuda.matmul.allow_tf32),
-            "intra_op_threads": torch.get_num_threads()}
+    flags = tf32_flags(torch)
+    return {"logical_devices": 1, "tf32_enabled": kind == "GPU" and (flags["matmul"] or flags["cudnn"]),
+            "tf32_allowed": flags, "intra_op_threads": torch.get_num_threads()}
 
 
 @contextlib.contextmanager
 def precision_mode(kind: str, precision: str):
-    """On a GPU, float32 with TF32 off and tf32 with it on; restored afterwards."""
+    """On a GPU, float32 with TF32 off and tf32 with it on, for matmuls and cuDNN's convolutions alike;
+    restored afterwards."""
     if kind != "GPU":
         yield
         return
     import torch
 
-    default = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    defaults = tf32_flags(torch)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = default
+        torch.backends.cuda.matmul.allow_tf32 = defaults["matmul"]
+        torch.backends.cudnn.allow_tf32 = defaults["cudnn"]
 
 
 # --- the sweep's step ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import statistics
@@ -17,7 +18,9 @@ from l40sbench.peak.cpu import Theoretical, cpu_facts, read_text, theoretical_cp
 CPU_SIZES = (512, 1024, 2048, 4096)
 GPU_SIZES = (4096, 8192, 16384)
 SAMPLES = 3
-SAMPLE_SECONDS = {"CPU": 0.1, "GPU": 0.05}
+# How long one sample runs. A GPU holds a boost clock for tens of milliseconds before its power limit pulls it
+# down: a 50 ms sample can catch a rate that sustained work never sees, so a GPU's sample lasts half a second.
+SAMPLE_SECONDS = {"CPU": 0.1, "GPU": 0.5}
 CONV_SHAPE = (8, 56, 56, 64)  # NHWC input; 3x3 kernel, 64 filters, stride 1, SAME: a ResNet stage-2 layer
 CONV_FILTERS = 64
 CONV_FLOP = 2 * CONV_SHAPE[0] * CONV_SHAPE[1] * CONV_SHAPE[2] * CONV_SHAPE[3] * CONV_FILTERS * 9
@@ -150,10 +153,31 @@ def measure(sync: Sync | None = None, backend: str = "tensorflow") -> Peak:
         with kernels.precision_mode(kind, precision):
             peaks.append(sweep_sizes(kernels.matmul(precision), GPU_SIZES if kind == "GPU" else CPU_SIZES, precision,
                                      device_kind=kind, sync=sync))
-    conv_best, conv_median = _conv_rates(kernels, sync, kind)
+    with kernels.precision_mode(kind, "float32"):  # the conv's peak is float32's: TF32 off on a GPU
+        conv_best, conv_median = _conv_rates(kernels, sync, kind)
     theoretical = theoretical_cpu_peak(cpuinfo) if kind == "CPU" else Theoretical(
         None, "unknown: no theoretical figure for GPUs is kept")
     return Peak(kind, device, tuple(peaks), conv_best, conv_median, theoretical)
+
+
+@contextlib.contextmanager
+def clocks_while_measured():
+    """The device's clocks, temperature, power and throttle reasons while the peak is measured, where the
+    device reports them (NVML on a GPU, cpufreq on a CPU): `seen["summary"]` after the block, else None."""
+    from l40sbench.backends.telemetry import source
+    from l40sbench.core.telemetry import Sampler, phase_summary
+
+    reader, _ = source()
+    seen: dict = {"summary": None}
+    if reader is None:
+        yield seen
+        return
+    sampler = Sampler(reader)
+    sampler.start()
+    try:
+        yield seen
+    finally:
+        seen["summary"] = phase_summary(sampler.stop(), None)
 
 
 def measure_env(sync: Sync | None = None, log: Callable[[str], None] = lambda _: None,
@@ -177,7 +201,9 @@ def measure_env(sync: Sync | None = None, log: Callable[[str], None] = lambda _:
 
     def measure_now() -> dict:
         log(f"measuring this device's peak on {backend} (matmul per precision, 3x3 conv) ...")
-        return {**measure(sync, backend).to_dict(), **context}
+        with clocks_while_measured() as seen:
+            measured = measure(sync, backend).to_dict()
+        return {**measured, **context, **({"telemetry": seen["summary"]} if seen["summary"] else {})}
 
     return kept_or_measured(peak_file(Path(path), backend) if path else None, context, measure_now)
 
