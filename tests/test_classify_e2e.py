@@ -87,7 +87,7 @@ def test_article_bases_end_to_end(tmp_path, capsys, base, size):
     assert device_peak["source"] in ("measured in this run", f"read from {os.environ['L40SBENCH_PEAK_FILE']}")
     assert label in captured.out and "utilisation" in captured.out
     assert "stand-in" in captured.err
-    for heading in ("Environment", "training wall time", "time per epoch (wall / epochs, the studies' definition)",
+    for heading in ("Environment", "training wall time", "time per epoch (wall less test scoring / epochs, the studies' definition)",
                     "epoch clock mean", "mean ms/image", "images/s", "p99 ms"):
         assert heading in captured.out
 
@@ -101,9 +101,35 @@ def test_a_run_without_the_peak_file_measures_its_own_peak(tmp_path, capsys, mon
     """
     monkeypatch.delenv("L40SBENCH_PEAK_FILE")
     result, captured, _ = classify(tmp_path, capsys, "--base", "vgg19", "--image-size", 32, "--limit", 8,
-                                   "--epochs", 1, "--batch-size", 4, "--weights", "none")
+                                   "--epochs", 1, "--batch-size", 4, "--weights", "none", "--epoch-scoring", "off")
     assert result["env"]["peak"]["source"] == "measured in this run" and "measured_utc" in result["env"]["peak"]
     assert "measuring this device's peak" in captured.err and "Peak (same run)" in captured.out
+    # --epoch-scoring off (this run's second purpose): nothing scored between epochs, nothing to price
+    assert result["config"]["epoch_scoring"] is False and result["train"]["test_metric_per_epoch"] == []
+    assert result["train"]["scoring_seconds_per_epoch"] == [] and result["accuracy"]["test_accuracy"] is not None
+    from l40sbench.cli import main
+
+    assert main(["cost", "--results", str(tmp_path / "out" / "result.json"), "--price", "1", "--per", "hour",
+                 "--target", "0.5"]) == 2
+    assert "trained with --epoch-scoring off" in capsys.readouterr().err
+
+
+def test_a_runs_own_scoring_and_its_time_to_first_step_are_recorded_apart(tiny_runs):
+    """The tiny vgg19 run: each epoch's test scoring on a clock of its own, outside the studies' time per
+    epoch; the time from the command's start to the first step, by part."""
+    from l40sbench.report.tables import wall_epoch_seconds
+
+    result = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    train = result["train"]
+    scoring = train["scoring_seconds_per_epoch"]
+    assert len(scoring) == train["epochs"] == 3 and all(s > 0 for s in scoring)
+    assert wall_epoch_seconds(train) == pytest.approx((train["wall_seconds"] - sum(scoring)) / 3)
+    assert train["wall_seconds"] > train["total_seconds"] + sum(scoring) * 0.99  # wall holds both clocks
+    first = result["time_to_first_step"]
+    assert first["seconds"] == pytest.approx(sum(first["parts_seconds"].values())) and first["seconds"] > 0
+    assert {"data", "model and weights", "env, peak and the stability guard"} <= first["parts_seconds"].keys()
+    assert "main()" in first["from"]  # made in-process by the test session: the process's start is not counted
+    assert "time to first step:" in tiny_runs.output("vgg19").out
 
 
 def test_training_learns_the_standin(tmp_path, capsys):

@@ -74,6 +74,9 @@ def test_each_scenario_keeps_loadgens_logs_and_records_what_its_summary_says(eve
         assert entry["sut"]["answered_twice"] == 0 and not entry["sut"]["errors"]
         assert entry["settings"]["duration_s"] == 2 and entry["precision"] == "fp32"
         assert 0 < entry["utilisation"]["share"] < 1
+        mlperf = entry["mlperf"]  # 2 s, 8 images: LoadGen may say VALID, MLPerf's rules cannot
+        assert mlperf["compliant"] is False and {"duration", "performance_sample_count"} <= set(mlperf["unmet"])
+        assert mlperf["checks"]["loadgen_valid"]["met"] == (entry["result"] == "VALID")
 
 
 @SERIAL
@@ -99,6 +102,8 @@ def test_offline_batches_of_up_to_8_answer_every_sample_once(every_scenario):
 def test_the_tables_print_and_compare_calls_valid_to_invalid_a_regression(every_scenario, capsys):
     assert cli.main(["report", str(every_scenario), "--out", str(every_scenario / "report")]) == 0
     text = (every_scenario / "report" / "report.md").read_text()
+    assert "| LoadGen " in text and "| MLPerf rules " in text and "MLPerf rules not met:" in text
+    assert "the test's minimum duration is at least 600 s" in text
     assert "LoadGen offline" in text and (every_scenario / "report" / "loadgen_offline_classify_1.png").is_file()
     assert (every_scenario / "report" / "loadgen_server_classify_1.png").is_file()
     (record,) = read_result(every_scenario / "result.json")[:1]
@@ -253,7 +258,8 @@ def test_a_sut_whose_calls_all_fail_is_invalid_naming_the_error(tmp_path):
 def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     answered, calls, lock = [], [], threading.Lock()
 
-    def complete(ids):
+    def complete(ids, responses):
+        assert responses is None  # performance mode: no data handed back
         with lock:
             answered.extend(ids)
 
@@ -286,6 +292,7 @@ def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     (("--scenario", "offline", "--batch", "0"), "--batch must be above 0"),
     (("--scenario", "offline", "--find-max-qps"), "--find-max-qps searches the server scenario"),
     (("--target-qps", "5"), "--target-qps goes with --scenario"),
+    (("--mode", "accuracy"), "--mode goes with --scenario"),
     (("--scenario", "server", "--workers", "1000"), "--workers 1000 is more than this machine's"),
     (("--scenario", "offline", "--duration", "1e12"), "--duration must be at most 3600"),
     (("--scenario", "offline", "--min-queries", "100000000000000000000"), "--min-queries must be at most 1e+07"),
@@ -331,3 +338,52 @@ def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
     assert record["notes"]["infer_runs"][-1]["complete"] is False and record["complete"] is True
     assert [(e["runtime"], e["scenario"]) for e in record["inference"]["scenarios"]] == [("tf", "single-stream")]
     assert not list((run / "loadgen").glob("*/offline-b1/" + RESULT_FILE))
+
+
+def test_mlperf_compliance_needs_every_closed_division_rule_and_names_each_one_missed():
+    from l40sbench.loadgen.rules import check
+
+    full = dict(result="VALID", duration_s=600, queries=270_336, samples_per_query=1, performance_sample_count=1024,
+                latency_bound_ms=15.0, accuracy_run=True)
+    assert check("server", "classify", **full)["compliant"] is True
+    short = check("server", "classify", **{**full, "duration_s": 60, "latency_bound_ms": 250.0})
+    assert short["compliant"] is False and short["unmet"] == ["duration", "latency_bound"]
+    offline = check("offline", "detect", **{**full, "queries": 1, "samples_per_query": 24_576,
+                                             "performance_sample_count": 64})
+    assert offline["compliant"] is True and "queries" not in offline["checks"]
+    assert check("single-stream", "classify", **{**full, "accuracy_run": False})["unmet"] == ["accuracy_run"]
+
+
+def _row(run, runtime):
+    (record,) = read_result(run / "result.json")[:1]
+    return next(r for r in record["inference"]["runtimes"] if r["runtime"] == runtime)
+
+
+def test_accuracy_mode_scores_loadgens_own_log_as_the_probe_was_scored(tiny_runs, tmp_path):
+    """MLPerf's two runs: performance, then accuracy (every sample once, the responses in LoadGen's log). The
+    log, decoded and scored like the probe's outputs, gives the probe's top-1 exactly, and the performance
+    entry's MLPerf accuracy-run rule then holds."""
+    run = _copy(tiny_runs["vgg19"], tmp_path)
+    assert cli.main(["infer", str(run), "--runtimes", "tf", "--scenario", "offline", "--mode", "both",
+                     "--duration", "1"]) == 0
+    entries = {e["mode"]: e for e in _entries(run, "offline")}
+    accuracy = entries["accuracy"]["accuracy"]
+    log = run / "loadgen" / "tf-fp32" / "offline-b1-accuracy" / "mlperf_log_accuracy.json"
+    assert accuracy["log"] == str(log) and log.stat().st_size > 0
+    assert accuracy["samples_logged"] == 8 and accuracy["figure"] == "test_accuracy"
+    assert accuracy["value"] == accuracy["probe"] == _row(run, "tf")["accuracy"]["test_accuracy"]
+    assert accuracy["matches_probe"] is True and entries["accuracy"]["mlperf"] is None
+    assert entries["accuracy"]["result"] == "VALID"  # LoadGen states none in accuracy mode: the check's
+    assert entries["performance"]["mlperf"]["checks"]["accuracy_run"]["met"] is True
+
+
+def test_accuracy_mode_on_the_tiny_detector_gives_the_probes_detections_and_map(tiny_runs, tmp_path):
+    run = _copy(tiny_runs["ssd_resnet50_fpn"], tmp_path)
+    assert cli.main(["infer", str(run), "--runtimes", "savedmodel", "--scenario", "offline", "--mode",
+                     "accuracy"]) == 0
+    (entry,) = _entries(run, "offline")
+    accuracy, probe = entry["accuracy"], _row(run, "savedmodel")["accuracy"]
+    assert entry["mode"] == "accuracy" and accuracy["samples_logged"] == 4 and accuracy["matches_probe"] is True
+    assert entry["result"] == "VALID"
+    assert abs(accuracy["value"] - probe["map_50_95"]) <= 0.001 and accuracy["figure"] == "map_50_95"
+    assert accuracy["scored"]["detections"] == probe["detections"]  # the same boxes, not only the same mAP

@@ -25,6 +25,7 @@ class ClassifyConfig(RunConfig):
     worker_hosts: tuple[str, ...] = ()  # MultiWorkerMirroredStrategy across these hosts; index 0 writes
     task_index: int = 0
     backend: str = "tensorflow"  # the Keras backend (l40sbench.backends); only tensorflow spreads over devices
+    epoch_scoring: bool = True  # score the test split after each epoch (outside the studies' time per epoch)
 
     def check(self) -> None:
         require_at_least(self, ("image_size",), 1)

@@ -201,8 +201,8 @@ class ClassifyTask:
 
         def end(epoch: int, logs: dict) -> None:
             shown = {k: v for k, v in sorted(logs.items()) if isinstance(v, (int, float))}
-            loop.end(logs.get("loss", float("nan")), shown,
-                     (TEST_METRIC, score) if placement.strategy is None else None)  # see SCORING_UNDER_A_STRATEGY
+            scored = config.epoch_scoring and placement.strategy is None  # see SCORING_UNDER_A_STRATEGY
+            loop.end(logs.get("loss", float("nan")), shown, (TEST_METRIC, score) if scored else None)
 
         callback = epoch_callback(loop.begin, end)
         global_batch = built.devices["global_batch"]

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from l40sbench.core.timing import CommandClock
+
+    CommandClock.start()  # time to first step counts from here (and from the process's start before it)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
     try:
@@ -57,6 +60,9 @@ def run() -> None:
     (SIGABRT instead of exit 130, under load). So an interrupted
     run leaves at once, its output flushed.
     """
+    from l40sbench.core.timing import CommandClock
+
+    CommandClock.whole_process = True  # this process runs this one command: its start counts
     code = main()
     if code == EXIT_INTERRUPTED:
         sys.stdout.flush()

@@ -43,6 +43,10 @@ def add(subparsers) -> None:
         help="head: base frozen (default); all: whole base trainable; N: the top N base layers trainable",
     )
     p.add_argument("--limit", type=int, help="at most N images per split, classes balanced (quick runs)")
+    p.add_argument("--epoch-scoring", choices=("on", "off"), default="on",
+                   help="score the test split after each epoch (default: on; its time is recorded apart and left "
+                        "out of the studies' time per epoch); off: no per-epoch accuracy, so `cost --target` "
+                        "cannot price the run")
     add_run_flags(p)
     p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
     add_device_flags(p, hosts=True)
@@ -60,6 +64,7 @@ def run(args) -> int:
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
         worker_hosts=args.worker_hosts, task_index=args.task_index, backend=backend_flag(args, "classify"),
+        epoch_scoring=args.epoch_scoring == "on",
     )
     BASES.get(config.base)  # an unknown base fails before anything is loaded
     if config.backend == "tensorflow":

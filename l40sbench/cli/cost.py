@@ -151,7 +151,9 @@ def _cost_to_target(args, loaded, offers) -> int:
     for item in loaded:
         reached = cost.time_to_target(item.record, args.target)
         if reached is None:
-            without.append(f"{item.origin} ({item.record.get('base')})")
+            off = (item.record.get("config") or {}).get("epoch_scoring") is False
+            without.append(f"{item.origin} ({item.record.get('base')}"
+                           + (", trained with --epoch-scoring off" if off else "") + ")")
             continue
         for offer in offers:
             if reached.seconds is None:
@@ -163,8 +165,8 @@ def _cost_to_target(args, loaded, offers) -> int:
             body.append([item.record.get("base"), machine(item.record), f"{reached.metric} >= {args.target:g}",
                          cells[0], cells[1], offer.name, *cells[2:]])
     if not body:
-        raise UserError(f"no per-epoch test metric in {', '.join(args.results)} (classify runs record one; "
-                        f"detect runs and the studies' tables do not)")
+        raise UserError(f"no per-epoch test metric in {', '.join(without)} (classify runs record one unless "
+                        f"trained with --epoch-scoring off; detect runs and the studies' tables do not)")
     print(format_table(["model", "machine", "target", "reached", "training time", "offer", "total cost",
                         "priced by"], body))
     if without:

@@ -65,6 +65,9 @@ def _add_scenario_flags(p) -> None:
     g.add_argument("--expected-qps", type=finite, metavar="QPS",
                    help="offline: the rate LoadGen sizes its one query for (default: 1.5x the one-image rate, twice "
                         "that with --batch or --workers above 1); too low ends early and INVALID")
+    g.add_argument("--mode", choices=("performance", "accuracy", "both"), default="performance",
+                   help="LoadGen's test mode: performance (default), accuracy (every sample once, LoadGen's accuracy "
+                        "log scored and checked against the probe's accuracy), or both, as MLPerf submissions run")
 
 
 def _load_config(args):
@@ -78,7 +81,8 @@ def _load_config(args):
         ("--batch", args.batch != defaults.batches), ("--workers", args.workers != defaults.workers),
         ("--batch-timeout-ms", args.batch_timeout_ms != defaults.batch_timeout_ms),
         ("--duration", args.duration != defaults.duration_s),
-        ("--samples-per-query", args.samples_per_query != defaults.samples_per_query)) if value]
+        ("--samples-per-query", args.samples_per_query != defaults.samples_per_query),
+        ("--mode", args.mode != "performance")) if value]
     if args.scenario is None:
         if given:
             raise UserError(f"{given[0]} goes with --scenario")
@@ -88,7 +92,8 @@ def _load_config(args):
                         workers=args.workers, duration_s=args.duration, min_queries=args.min_queries,
                         latency_bound_ms=args.latency_bound_ms, target_qps=args.target_qps or (),
                         samples_per_query=args.samples_per_query, expected_qps=args.expected_qps,
-                        find_max_qps=args.find_max_qps)
+                        find_max_qps=args.find_max_qps,
+                        modes=("performance", "accuracy") if args.mode == "both" else (args.mode,))
     config.check()
     return config
 
@@ -96,7 +101,7 @@ def _load_config(args):
 def run(args) -> int:
     from l40sbench.core.records import write_result
     from l40sbench.harness.infer import infer
-    from l40sbench.report import tables
+    from l40sbench.report import scenario_tables, tables
     from l40sbench.runtimes.registry import resolve
 
     resolve(args.runtimes)  # an unknown name fails before anything is read
@@ -119,8 +124,8 @@ def run(args) -> int:
     if load is not None:
         for scenario in load.scenarios:
             print()
-            print(tables.scenario_title(record, scenario))
-            print(tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
+            print(scenario_tables.scenario_title(record, scenario))
+            print(scenario_tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
         print(f"LoadGen logs: {args.run_dir / 'loadgen'}")
     print(f"results: {saved['path']}")
     return 0

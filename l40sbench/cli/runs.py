@@ -106,6 +106,8 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
         print()
     print(tables.accuracy_lines(result))
     print(tables.utilisation_line(result))
+    if tables.first_step_line(result):
+        print(tables.first_step_line(result))
     print(f"results: {saved['path']} and result.csv")
     print(energy_line(result.get("telemetry")))
     print(stability_line(result.get("stability")))

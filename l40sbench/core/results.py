@@ -50,6 +50,8 @@ class TrainResult:
     wall_seconds_at_epoch: tuple[float, ...] = ()
     # n, mean, median, std and 95 % intervals of the steady epochs (2..N) (core.intervals)
     steady_epoch_interval: dict = field(default_factory=dict)
+    # each epoch's test scoring, outside its clock, inside wall_seconds; not the studies' work (report.tables)
+    scoring_seconds_per_epoch: tuple[float, ...] = ()
 
     @property
     def rate_epoch_seconds(self) -> float | None:
@@ -58,7 +60,7 @@ class TrainResult:
     @classmethod
     def from_times(cls, times: EpochTimes, batch_size: int, losses=(), test_metric: str = "",
                    test_metric_per_epoch=(), wall_seconds: float | None = None,
-                   wall_seconds_at_epoch=()) -> TrainResult:
+                   wall_seconds_at_epoch=(), scoring_seconds_per_epoch=()) -> TrainResult:
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -72,6 +74,7 @@ class TrainResult:
             wall_seconds=wall_seconds,
             wall_seconds_at_epoch=tuple(float(v) for v in wall_seconds_at_epoch),
             steady_epoch_interval=describe(times.epoch_seconds[1:]),
+            scoring_seconds_per_epoch=tuple(float(v) for v in scoring_seconds_per_epoch),
         )
 
 
@@ -153,7 +156,8 @@ class RuntimeResult:
 class ScenarioResult:
     """The fine-tuned model on one runtime under one MLPerf LoadGen scenario, as LoadGen's summary states it.
 
-    `result` is LoadGen's VALID or INVALID, `reasons` its constraints not met and recommendations.
+    `result` is LoadGen's VALID or INVALID, `reasons` its constraints not met and recommendations; `mlperf`
+    which of MLPerf's closed-division rules the test's settings meet (LoadGen's VALID is not MLPerf's).
     `settings` are the flags the test ran with (the defaults filled in); `sut` what the system under
     test did (calls by batch size, samples answered); `search` the --find-max-qps steps, when one ran.
     """
@@ -180,6 +184,9 @@ class ScenarioResult:
     log_dir: str = ""
     loadgen_version: str | None = None
     wall_seconds: float | None = None
+    mlperf: dict | None = None  # loadgen.rules.check: MLPerf's closed-division rules, each met or not
+    mode: str = "performance"  # LoadGen's; accuracy: `accuracy` holds the log's score beside the probe's
+    accuracy: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +215,8 @@ class RunResult:
     stability: dict = field(default_factory=dict)
     # what the device did in each timed phase: energy, power, clocks, throttling; or why energy is unavailable
     telemetry: dict = field(default_factory=dict)
+    # from the command's start to the first training step, and its parts: billed on a rented machine too
+    time_to_first_step: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

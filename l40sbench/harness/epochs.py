@@ -23,6 +23,7 @@ class EpochLoop:
         self._step_clock = Stopwatch()
         self.losses: list[float] = []
         self.test_metric: list[float] = []
+        self.scoring_seconds: list[float] = []  # each epoch's test scoring, on a clock of its own
         self.wall_at_epoch: list[float] = []
 
     def begin(self) -> None:
@@ -35,7 +36,9 @@ class EpochLoop:
         self.losses.append(loss)
         if score is not None:
             name, scorer = score
+            self._step_clock.start()
             value = scorer()
+            self.scoring_seconds.append(self._step_clock.elapsed())
             self.test_metric.append(value)
             metrics = {**metrics, name: value}
         self.wall_at_epoch.append(self._wall.elapsed())

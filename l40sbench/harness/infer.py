@@ -111,7 +111,8 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
 
         # LoadGen runs on the runtimes asked for (tf only when named, or with all): tf's row is the reference.
         asked = tuple(row for row in rows if row.runtime in names or "all" in names)
-        run_scenarios(asked, load, record, work.images, run_dir, log, lambda entries: save(updated(entries=entries)))
+        run_scenarios(asked, load, record, work.images, run_dir, log, lambda entries: save(updated(entries=entries)),
+                      score=work.score)
     call["complete"] = True
     final = updated()
     save(final)

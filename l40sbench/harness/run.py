@@ -15,7 +15,7 @@ from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.stability import verdict
 from l40sbench.core.task import Flops, Probe, Save
 from l40sbench.core.text import Log
-from l40sbench.core.timing import EpochClock, Stopwatch
+from l40sbench.core.timing import EpochClock, Startup, Stopwatch
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.phases import Phases
@@ -66,6 +66,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     from l40sbench.runtimes.measure import measure_runtimes
     from l40sbench.runtimes.registry import resolve
 
+    startup = Startup()
     task = load_task(name)
     config = task.check(config)
     if task.keras3:
@@ -73,9 +74,13 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     kernels = backends.load(config.backend)
     on_tensorflow = config.backend == "tensorflow"
     placement = place_early(config) if on_tensorflow else None
+    startup.mark("the backend and placement")
     data = task.load(config, log)
+    startup.mark("data")
     placement = placement or (place_for(config) if on_tensorflow else one_device(kernels))
+    startup.mark("the backend and placement")
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
+    startup.mark("model and weights")
     sync = kernels.sync()
     phases = Phases()
     power = {"device_power": phases.source.facts} if phases.source is not None and phases.source.facts else {}
@@ -83,6 +88,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
            "peak": measure_env(sync=sync, log=log, backend=config.backend)}
     guard = Guard(config.backend, sync)
     guard.check("start")
+    startup.mark("env, peak and the stability guard")
     clock = EpochClock(sync=sync)
     wall = Stopwatch()
     wall_seconds: list[float] = []
@@ -96,17 +102,20 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
             dataset=data.info,
             train=TrainResult.from_times(clock.summary(), config.batch_size, loop.losses, built.test_metric,
                                          loop.test_metric, wall_seconds=wall_seconds[0] if wall_seconds else None,
-                                         wall_seconds_at_epoch=loop.wall_at_epoch),
+                                         wall_seconds_at_epoch=loop.wall_at_epoch,
+                                         scoring_seconds_per_epoch=loop.scoring_seconds),
             weights=built.weights, model=built.model_info, inference=inference,
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
             devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases),
-            telemetry=phases.record(),
+            telemetry=phases.record(), time_to_first_step=startup.block,
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))
     save(record(False).to_dict())
     log(built.training_line)
     before = [np.array(w) for w in built.model.trainable_weights]
+    startup.mark("the record's first save")
+    startup.finish(log)
     wall.start()
     try:
         with phases.phase("training") as done:

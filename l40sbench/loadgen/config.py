@@ -9,12 +9,14 @@ default comes from the runtime's own probe, measured just before.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
 
 from l40sbench.errors import UserError
 
+MODES = ("performance", "accuracy")  # LoadGen's PerformanceOnly and AccuracyOnly
 # Our names -> LoadGen's TestScenario names.
 SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "server": "Server",
              "offline": "Offline"}
@@ -54,6 +56,7 @@ class LoadConfig:
     samples_per_query: int = SAMPLES_PER_QUERY
     expected_qps: float | None = None
     find_max_qps: bool = False
+    modes: tuple[str, ...] = ("performance",)  # LoadGen's test modes: performance, accuracy, or both
 
     def check(self) -> None:
         """Raises UserError on the first value no scenario can run with."""
@@ -85,6 +88,8 @@ class LoadConfig:
             raise UserError(f"--batch-timeout-ms must be 0 or above, got {self.batch_timeout_ms:g}")
         if self.find_max_qps and "server" not in self.scenarios:
             raise UserError("--find-max-qps searches the server scenario: add --scenario server")
+        if not self.modes or set(self.modes) - set(MODES):
+            raise UserError(f"--mode must be one of {', '.join(MODES)} or both, got {','.join(self.modes) or '(none)'}")
         if self.find_max_qps and self.target_qps:
             raise UserError("--find-max-qps finds the rate itself: leave out --target-qps")
 
@@ -117,11 +122,12 @@ class Job:
     start_qps: float | None = None  # the search's first rate: the probe's images/s
     probe_p50_ms: float | None = None  # no rate can be VALID when this is above the bound
     capacity_qps: float | None = None  # server: an upper bound of the SUT's rate, behind its query cap
+    mode: str = "performance"  # or accuracy: every sample once, the responses in LoadGen's accuracy log
 
     def query_cap(self, duration_s: float, min_queries: int | None) -> int | None:
         """A server test's most queries (LoadGen's max_query_count); None where LoadGen needs none."""
-        if self.scenario != "server" or not self.capacity_qps:
-            return None
+        if self.scenario != "server" or not self.capacity_qps or self.mode == "accuracy":
+            return None  # an accuracy run issues each sample once: bounded already
         floor = 2 * (min_queries or LOADGEN_MIN_QUERIES)
         return max(floor, math.ceil(OVERLOAD_SPAN * duration_s * self.capacity_qps))
 
@@ -135,6 +141,8 @@ class Job:
             parts.append("maxqps" if self.find_max_qps else f"qps{self.target_qps:g}")
         if self.scenario == "multi-stream":
             parts.append(f"spq{self.samples_per_query}")
+        if self.mode == "accuracy":
+            parts.append("accuracy")
         return "-".join(parts)
 
 
@@ -163,4 +171,10 @@ def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
                     continue
                 for rate in config.target_qps or (round(probe.images_per_second / 2, 1),):
                     out.append(Job(**common, latency_bound_ms=bound, target_qps=rate, capacity_qps=capacity))
-    return out
+    if "accuracy" not in config.modes:
+        return out
+    # One accuracy run per scenario and batch (the rate does not change the answers); a search's at the probe's rate.
+    accuracy = {(job.scenario, job.batch): dataclasses.replace(
+        job, mode="accuracy", find_max_qps=False, target_qps=job.target_qps or job.start_qps, start_qps=None)
+        for job in out}
+    return (out if "performance" in config.modes else []) + list(accuracy.values())

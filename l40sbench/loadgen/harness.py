@@ -8,6 +8,7 @@ long run, and nothing the record reads).
 
 from __future__ import annotations
 
+import array
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.loadgen.config import SCENARIOS, SERVER_PERCENTILE, Job
+from l40sbench.loadgen.responses import encode
 from l40sbench.loadgen.summary import read_logs
 from l40sbench.loadgen.sut import BatchingSUT, Call, with_sut_verdict
 
@@ -30,7 +32,7 @@ def loadgen_settings(job: Job, target_qps: float | None = None, duration_s: floa
 
     settings = lg.TestSettings()
     settings.scenario = getattr(lg.TestScenario, SCENARIOS[job.scenario])
-    settings.mode = lg.TestMode.PerformanceOnly
+    settings.mode = lg.TestMode.AccuracyOnly if job.mode == "accuracy" else lg.TestMode.PerformanceOnly
     duration_s = duration_s or job.duration_s
     settings.min_duration_ms = int(duration_s * 1000)
     queries = min_queries or job.min_queries
@@ -75,10 +77,16 @@ def run_test(calls: Sequence[Call], images: Sequence[np.ndarray], job: Job, fold
         for index in indices:
             library.pop(index, None)
 
-    def complete(ids: list[int]) -> None:
-        lg.QuerySamplesComplete([lg.QuerySampleResponse(sample_id, 0, 0) for sample_id in ids])
+    def complete(ids: list[int], responses: list[bytes] | None) -> None:
+        if responses is None:
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(sample_id, 0, 0) for sample_id in ids])
+            return
+        buffers = [array.array("B", data) for data in responses]  # alive until LoadGen has logged them
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(sample_id, buffer.buffer_info()[0], len(buffer))
+                                 for sample_id, buffer in zip(ids, buffers)])
 
-    sut = BatchingSUT(calls, library, job.batch, job.batch_timeout_ms, complete)
+    sut = BatchingSUT(calls, library, job.batch, job.batch_timeout_ms, complete,
+                      respond=encode if job.mode == "accuracy" else None)
     handle = lg.ConstructSUT(sut.issue, sut.flush)
     qsl = lg.ConstructQSL(len(images), len(images), load, unload)
     log_settings = lg.LogSettings()

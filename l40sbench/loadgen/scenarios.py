@@ -17,8 +17,10 @@ from l40sbench.core import child
 from l40sbench.core.records import write_atomic
 from l40sbench.core.results import RuntimeResult, ScenarioResult
 from l40sbench.core.text import Log
+from l40sbench.loadgen import rules
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
 from l40sbench.loadgen.config import LoadConfig, Probe, jobs
+from l40sbench.loadgen.responses import ACCURACY_LOG, read_accuracy_log
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.measure import crash_reason, threads
 
@@ -32,7 +34,8 @@ def entry_key(entry: dict) -> tuple:
     settings = entry["settings"]
     chosen = tuple(settings.get(name) for name in ("batch", "batch_timeout_ms", "workers", "latency_bound_ms",
                                                    "target_qps", "samples_per_query", "find_max_qps"))
-    return entry["runtime"], entry.get("precision_requested"), entry["scenario"], chosen
+    return entry["runtime"], entry.get("precision_requested"), entry["scenario"], chosen, entry.get("mode",
+                                                                                                   "performance")
 
 
 def scenario_utilisation(samples_per_second: float | None, record: dict, precision: str) -> dict:
@@ -47,9 +50,43 @@ def scenario_utilisation(samples_per_second: float | None, record: dict, precisi
             "achieved_gflops": achieved, "share": utilisation(achieved, peak_gflops)}
 
 
-def to_entry(row: RuntimeResult, figures: dict, record: dict) -> ScenarioResult:
-    """One test's figures (the child's scenario.json) as the record's entry."""
+# What an accuracy run's score must equal: the probe's own figure, exactly for a classifier's top-1; within
+# 0.001 mAP for a detector (COCO's evaluation of the same boxes; the issue's bound).
+ACCURACY_FIGURE = {"classify": ("test_accuracy", 0.0), "detect": ("map_50_95", 0.001)}
+
+
+def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Callable[[dict], dict]) -> tuple[dict, str]:
+    """The accuracy run's entry block (LoadGen's accuracy log scored as the probe's outputs were, beside the
+    probe's figure) and why it fails, or ''."""
+    log_path = Path(figures["log_dir"]) / ACCURACY_LOG
+    name, tolerance = ACCURACY_FIGURE[task]
+    probe = (row.accuracy or {}).get(name)
+    try:
+        outputs, logged = read_accuracy_log(log_path)
+    except (OSError, ValueError, KeyError) as exc:
+        return {"log": str(log_path), "figure": name, "probe": probe}, f"LoadGen's accuracy log unreadable: {exc}"
+    scored = score(outputs)
+    value = scored.get(name)
+    matches = value is not None and probe is not None and abs(value - probe) <= tolerance
+    block = {"log": str(log_path), "samples_logged": logged, "figure": name, "value": value, "probe": probe,
+             "tolerance": tolerance, "matches_probe": matches, "scored": scored}
+    why = "" if matches else (f"accuracy from LoadGen's log {name} {value} differs from the probe's {probe} "
+                              f"(tolerance {tolerance:g})")
+    return block, why
+
+
+def to_entry(row: RuntimeResult, figures: dict, record: dict,
+             score: Callable[[dict], dict] | None = None) -> ScenarioResult:
+    """One test's figures (the child's scenario.json) as the record's entry; an accuracy run's log scored
+    with `score` (the workload's, as the runtime rows were)."""
     job = figures["job"]
+    mode, accuracy = job.get("mode", "performance"), None
+    if mode == "accuracy":
+        accuracy, why = score_accuracy_log(row, figures, record["task"], score) if score else (
+            {}, "no scorer was given for the accuracy log")
+        # LoadGen states no performance verdict in accuracy mode: the entry's is the accuracy check's.
+        figures = {**figures, "result": "INVALID" if why else "VALID",
+                   "reasons": [why, *figures["reasons"]] if why else figures["reasons"]}
     rate = figures["samples_per_second"]
     if rate is None and figures["latency_ms"].get("mean"):  # multi-stream states none: samples per query over latency
         rate = (figures["samples_per_query"] or 1) * 1000 / figures["latency_ms"]["mean"]
@@ -67,7 +104,30 @@ def to_entry(row: RuntimeResult, figures: dict, record: dict) -> ScenarioResult:
         samples_per_query=figures["samples_per_query"], sut=figures["sut"],
         utilisation=scenario_utilisation(rate, record, precision), search=figures.get("search"),
         log_dir=figures["log_dir"], loadgen_version=figures["loadgen_version"], wall_seconds=figures["wall_seconds"],
+        mlperf=rules.check(job["scenario"], record["task"], result=figures["result"] or "INVALID",
+                           duration_s=job["duration_s"], queries=figures["queries"],
+                           samples_per_query=figures["samples_per_query"],
+                           performance_sample_count=(figures.get("parameters") or {}).get("performance_sample_count"),
+                           latency_bound_ms=job.get("latency_bound_ms")) if mode == "performance" else None,
+        mode=mode, accuracy=accuracy,
     )
+
+
+def with_accuracy_runs(entries: tuple[ScenarioResult, ...]) -> tuple[ScenarioResult, ...]:
+    """Performance entries whose scenario and batch also had an accuracy run that matched the probe: MLPerf's
+    accuracy-run rule holds for them."""
+    matched = {(e.scenario, e.settings.get("batch")) for e in entries
+               if e.mode == "accuracy" and (e.accuracy or {}).get("matches_probe")}
+    out = []
+    for entry in entries:
+        if entry.mlperf and (entry.scenario, entry.settings.get("batch")) in matched:
+            checks = {**entry.mlperf["checks"], "accuracy_run": {**entry.mlperf["checks"]["accuracy_run"],
+                                                                 "value": True, "met": True}}
+            unmet = [name for name, check in checks.items() if not check["met"]]
+            entry = dataclasses.replace(entry, mlperf={**entry.mlperf, "checks": checks, "unmet": unmet,
+                                                       "compliant": not unmet})
+        out.append(entry)
+    return tuple(out)
 
 
 def _progress(out: Path, runtime: str, log: Log) -> Callable[[], None]:
@@ -87,14 +147,15 @@ def _finished(out: Path, names: list[str]) -> list[dict]:
 
 
 def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path, run_dir: Path, log: Log,
-                on_entries: Callable[[tuple[ScenarioResult, ...]], None]) -> tuple[ScenarioResult, ...]:
+                on_entries: Callable[[tuple[ScenarioResult, ...]], None],
+                score: Callable[[dict], dict] | None = None) -> tuple[ScenarioResult, ...]:
     """Every test of `load` on one runtime, in one child; the entries of the tests that finished."""
     probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
                   images_per_second=row.inference.images_per_second)
     todo = jobs(load, record["task"], probe)
     out = run_dir / FOLDER / f"{row.runtime}-{row.precision_requested}"
     for job in todo:  # a test run again starts from an empty folder: no old log is read as new
-        for stale in (out / job.tag / RESULT_FILE, out / job.tag / "mlperf_log_summary.txt"):
+        for stale in (out / job.tag / RESULT_FILE, out / job.tag / "mlperf_log_summary.txt", out / job.tag / ACCURACY_LOG):
             stale.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     request = {"runtime": row.runtime, "artifact": row.artifact, "precision": row.precision_requested,
@@ -108,7 +169,8 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                             timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None,
                             tick=(PROGRESS_EVERY_S, _progress(out, row.runtime, log)))
     finally:  # a stop or a crash keeps the tests that finished
-        entries = tuple(to_entry(row, figures, record) for figures in _finished(out, [job.tag for job in todo]))
+        entries = with_accuracy_runs(tuple(to_entry(row, figures, record, score)
+                                           for figures in _finished(out, [job.tag for job in todo])))
         on_entries(entries)
     if outcome.returncode != 0:
         log(f"loadgen {row.runtime}: stopped after {len(entries)} of {len(todo)} test(s): "
@@ -119,7 +181,8 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
 
 
 def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dict, images: list, run_dir: Path,
-                  log: Log, on_entries: Callable[[tuple[ScenarioResult, ...]], None]) -> tuple[ScenarioResult, ...]:
+                  log: Log, on_entries: Callable[[tuple[ScenarioResult, ...]], None],
+                  score: Callable[[dict], dict] | None = None) -> tuple[ScenarioResult, ...]:
     """Each runtime with figures under every test of `load`; on_entries(all entries so far) after each."""
     (run_dir / FOLDER).mkdir(parents=True, exist_ok=True)
     inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
@@ -131,7 +194,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
                 log(f"loadgen {row.runtime}: skipped ({row.status}: {row.reason})")
                 continue
             done += run_runtime(row, load, record, inputs, run_dir, log,
-                                lambda entries, before=done: on_entries(before + entries))
+                                lambda entries, before=done: on_entries(before + entries), score)
     finally:
         inputs.unlink(missing_ok=True)
     return done
@@ -143,6 +206,10 @@ def describe(entry: ScenarioResult) -> str:
     p99 = entry.latency_ms.get("p99")
     latency = f", p99 {p99:.1f} ms" if p99 is not None else ""
     why = f" ({'; '.join(entry.reasons[:2])})" if entry.result != "VALID" and entry.reasons else ""
+    if entry.mode == "accuracy" and entry.accuracy:
+        return (f"loadgen {entry.runtime} {entry.scenario} accuracy: {entry.accuracy['figure']} "
+                f"{entry.accuracy.get('value')} from LoadGen's log, the probe's {entry.accuracy['probe']}: "
+                f"{'the same' if entry.accuracy.get('matches_probe') else 'DIFFERENT'}{why}")
     search = ""
     if entry.search is not None:
         search = f", max VALID rate {entry.search['max_valid_qps']:g}/s"

@@ -29,12 +29,17 @@ class BatchingSUT:
     Args:
       calls: one forward per worker: uint8 [N, H, W, 3] -> outputs (kept only until the call returns).
       library: the query sample library, sample index -> uint8 [1, H, W, 3], loaded by LoadGen's callbacks.
-      complete: LoadGen's QuerySamplesComplete over [(sample id)] (injected so the queue logic runs alone).
+      complete: complete(sample ids, their responses or None): LoadGen's QuerySamplesComplete (injected so the
+        queue logic runs alone).
+      respond: respond(a call's outputs, position in the batch) -> that sample's response bytes (accuracy
+        mode); None: samples are completed without data (performance mode).
     """
 
     def __init__(self, calls: Sequence[Call], library: dict, batch: int, batch_timeout_ms: float,
-                 complete: Callable[[list[int]], None]):
+                 complete: Callable[[list[int], list[bytes] | None], None],
+                 respond: Callable[[object, int], bytes] | None = None):
         self.library = library
+        self.respond = respond
         self.batch = batch
         self.timeout_s = batch_timeout_ms / 1000
         self.complete = complete
@@ -91,8 +96,9 @@ class BatchingSUT:
                 return
             taken = self._gather(first)
             images = [self.library[index] for _, index in taken]
+            outputs = None
             try:
-                call(images[0] if len(images) == 1 else np.concatenate(images))
+                outputs = call(images[0] if len(images) == 1 else np.concatenate(images))
             except Exception as exc:  # noqa: BLE001  LoadGen must still hear back, or it waits forever
                 with self._lock:
                     self.failed_calls += 1
@@ -100,7 +106,10 @@ class BatchingSUT:
                     if len(self.errors) < MAX_ERRORS_KEPT:
                         self.errors.append(f"{type(exc).__name__}: {exc}")
             ids = [sample_id for sample_id, _ in taken]
-            self.complete(ids)
+            responses = None
+            if self.respond is not None and outputs is not None:
+                responses = [self.respond(outputs, position) for position in range(len(taken))]
+            self.complete(ids, responses)
             with self._lock:
                 self.batch_sizes[len(taken)] += 1
                 self.answered.update(ids)

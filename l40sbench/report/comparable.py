@@ -139,6 +139,8 @@ def _scenario_lines(record: dict) -> list[Line]:
             chosen.append("max rate" if settings.get("find_max_qps") else f"{settings.get('target_qps'):g} qps")
         if entry["scenario"] == "multi-stream":
             chosen.append(f"{settings.get('samples_per_query')} per query")
+        if entry.get("mode", "performance") != "performance":
+            chosen.append(f"{entry['mode']} mode")
         figures = {"samples/s": Figure(entry.get("samples_per_second"), HIGHER),
                    "p50 ms": Figure(latency.get("p50"), LOWER), "p99 ms": Figure(latency.get("p99"), LOWER)}
         if entry.get("search"):

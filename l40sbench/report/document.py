@@ -14,8 +14,9 @@ from pathlib import Path
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.core.text import format_duration, markdown_table
-from l40sbench.report import plots, series
+from l40sbench.report import plots, series, tables
 from l40sbench.report.inputs import Loaded, machine_labels, replicas
+from l40sbench.report.scenario_tables import scenario_cells, scenario_title
 from l40sbench.report.tables import (
     CLOCK_PER_EPOCH,
     SCALING_HEADERS,
@@ -27,8 +28,6 @@ from l40sbench.report.tables import (
     runtime_cells,
     runtime_rows,
     scaling_cells,
-    scenario_cells,
-    scenario_title,
     spread,
     wall_epoch_seconds,
 )
@@ -83,6 +82,8 @@ TRAIN_COLUMNS = (
     ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
     ("steady ± 95 %", lambda r: spread(r["train"].get("steady_epoch_interval"))),
     ("utilisation", lambda r: _utilisation(r, "train")),
+    ("test scoring (apart)", lambda r: format_duration(tables.scoring_seconds(r["train"]))),
+    ("to first step", lambda r: format_duration(tables.first_step_seconds(r))),
 )
 INFERENCE_COLUMNS = (
     ("images", lambda r: str((r.get("inference") or {}).get("images_timed", "-"))),

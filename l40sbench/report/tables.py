@@ -42,14 +42,15 @@ def backend_label(env: dict) -> str:
 
 
 def wall_epoch_seconds(train: dict) -> float | None:
-    """The studies' "time per epoch": the whole training's wall time / epochs.
+    """The studies' "time per epoch": the whole training's wall time / epochs, less the suite's own test
+    scoring between epochs (`scoring_seconds_per_epoch`), which is not the studies' work.
 
     The studies timed their whole training; the suite's `wall_seconds` is the
-    same clock (fit start to end: epochs, per-epoch scoring, callbacks). None
-    for a record without a wall time, or before any epoch.
+    same clock (fit start to end: epochs, callbacks, and the suite's per-epoch
+    scoring, taken out here). None for a record without a wall time, or before any epoch.
     """
     wall, epochs = train.get("wall_seconds"), train.get("epochs")
-    return wall / epochs if wall and epochs else None
+    return (wall - sum(train.get("scoring_seconds_per_epoch") or ())) / epochs if wall and epochs else None
 
 
 def clock_epoch_seconds(train: dict) -> float | None:
@@ -58,8 +59,28 @@ def clock_epoch_seconds(train: dict) -> float | None:
     return sum(times) / len(times) if times else None
 
 
+def first_step_seconds(result: dict) -> float | None:
+    """From the command's start to the first training step (the record's time_to_first_step)."""
+    return (result.get("time_to_first_step") or {}).get("seconds")
+
+
+def scoring_seconds(train: dict) -> float | None:
+    """The per-epoch test scoring, all epochs together (None where nothing was scored)."""
+    times = train.get("scoring_seconds_per_epoch") or ()
+    return sum(times) if times else None
+
+
+def first_step_line(result: dict) -> str:
+    """The time to the first training step and its parts, one line; '' for a record without it."""
+    block = result.get("time_to_first_step") or {}
+    if not block:
+        return ""
+    parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in block["parts_seconds"].items())
+    return f"time to first step: {format_duration(block['seconds'])} from {block['from']} ({parts} s)"
+
+
 WALL_TOTAL = "training wall time"
-WALL_PER_EPOCH = "time per epoch (wall / epochs, the studies' definition)"
+WALL_PER_EPOCH = "time per epoch (wall less test scoring / epochs, the studies' definition)"
 CLOCK_PER_EPOCH = "epoch clock mean"
 
 
@@ -218,64 +239,6 @@ def runtime_table(result: dict) -> str:
     headers, lines, reasons = runtime_cells(result)
     if len(lines) < 2:
         return ""
-    return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])
-
-
-def scenario_entries(result: dict, scenario: str, runtimes: Sequence[str] | None = None) -> list[dict]:
-    """The record's LoadGen entries of one scenario (of `runtimes` only, when given), by runtime then batch,
-    workers and rate."""
-    entries = [e for e in (result.get("inference") or {}).get("scenarios") or ()
-               if e["scenario"] == scenario and (runtimes is None or e["runtime"] in runtimes)]
-    return sorted(entries, key=lambda e: (e["runtime"], e["settings"].get("batch", 1), e["settings"].get("workers", 1),
-                                          e["settings"].get("target_qps") or 0))
-
-
-def scenario_title(result: dict, scenario: str) -> str:
-    what = {"single-stream": "one query of one sample at a time; LoadGen's figure is the early-stopping p90",
-            "multi-stream": "one query of N samples at a time; LoadGen's figure is the early-stopping p99 of a query",
-            "server": "Poisson arrivals at the offered rate; VALID when 99 % of queries meet the bound",
-            "offline": "every sample in one query; LoadGen's figure is samples/s"}[scenario]
-    return f"LoadGen {scenario}: {result['base']} ({what})"
-
-
-SCENARIO_HEADERS = ("runtime", "precision", "batch", "workers", "result", "samples/s", "p50 ms", "p90 ms", "p99 ms",
-                    "early-stop est. ms", "% peak", "queries")
-
-
-def scenario_cells(result: dict, scenario: str, runtimes: Sequence[str] | None = None) -> tuple[
-        tuple[str, ...], list[list], list[str]]:
-    """(headers, one line per test of `scenario`, LoadGen's reasons for each INVALID)."""
-    entries = scenario_entries(result, scenario, runtimes)
-    extra = {"server": ("bound ms", "offered/s", "max VALID/s"), "multi-stream": ("samples/query",)}.get(scenario, ())
-    lines, reasons = [], []
-    for e in entries:
-        settings, latency = e["settings"], e.get("latency_ms") or {}
-        estimates = (e.get("early_stopping") or {}).get("estimates_ms") or {}
-        estimate = estimates.get("p90" if scenario == "single-stream" else "p99")
-        share = (e.get("utilisation") or {}).get("share")
-        row = [e["runtime"], e.get("precision") or "-", settings.get("batch", 1), settings.get("workers", 1),
-               e["result"], number(e.get("samples_per_second")), number(latency.get("p50")),
-               number(latency.get("p90")), number(latency.get("p99")), number(estimate),
-               "-" if share is None else f"{100 * share:.1f}", e.get("queries") or "-"]
-        if scenario == "server":
-            search = e.get("search")
-            row += [number(settings.get("latency_bound_ms")), number(e.get("scheduled_samples_per_second")),
-                    "-" if search is None else number(search["max_valid_qps"])]
-            if search and search.get("why_zero"):
-                reasons.append(f"{e['runtime']}: max VALID rate 0: {search['why_zero']}")
-        elif scenario == "multi-stream":
-            row.append(settings.get("samples_per_query"))
-        lines.append(row)
-        if e["result"] != "VALID" and e.get("reasons"):
-            reasons.append(f"{e['runtime']} batch {settings.get('batch', 1)}: INVALID: {'; '.join(e['reasons'][:3])}")
-    return SCENARIO_HEADERS + extra, lines, reasons
-
-
-def scenario_table(result: dict, scenario: str, runtimes: Sequence[str] | None = None) -> str:
-    """One line per test of `scenario` in the record, LoadGen's reasons for each INVALID below."""
-    headers, lines, reasons = scenario_cells(result, scenario, runtimes)
-    if not lines:
-        return "(no test of this scenario finished)"
     return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])
 
 
