@@ -137,8 +137,9 @@ def test_server_far_below_capacity_is_valid_and_far_above_is_invalid(every_scena
 
 @SERIAL
 def test_a_server_test_far_past_capacity_ends_within_twice_its_duration(every_scenario):
-    """100,000 queries/s on a model that serves tens: LoadGen would issue 200,000 queries and wait for each
-    (hours); the query cap stops it at what the SUT serves in twice the duration, INVALID, saying why."""
+    """A server rate thousands of times what the model serves: without a cap LoadGen issues rate x duration
+    queries and waits for each (hours); the query cap stops it at what the SUT serves in twice the duration,
+    INVALID, saying why."""
     assert cli.main(["infer", str(every_scenario), "--runtimes", "onnxruntime", "--scenario", "server",
                      "--target-qps", "100000", "--duration", "2"]) == 0
     (entry,) = [e for e in _entries(every_scenario, "server") if e["settings"]["target_qps"] == 100000]

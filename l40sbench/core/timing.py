@@ -110,10 +110,11 @@ class EpochClock:
 def process_age_seconds(stat: str = "/proc/self/stat", uptime: str = "/proc/uptime") -> float | None:
     """Seconds since this process started (Linux's /proc, 10 ms resolution); None where it cannot be read."""
     import os
+    from pathlib import Path
 
     try:
-        started_ticks = int(open(stat).read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
-        return float(open(uptime).read().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK")
+        started_ticks = int(Path(stat).read_text().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        return float(Path(uptime).read_text().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
 
