@@ -44,8 +44,9 @@ def pytest_configure(config):
 
 # The slowest modules first (about 160-290 s each in a serial run on two cores), so that under `--dist loadfile`
 # (./run.sh test) the workers finish together; the others follow in their own order.
-SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_devices.py",
-                 "test_classify_e2e.py", "test_synthetic_e2e.py", "test_compare.py", "test_tfds.py")
+SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_classify_e2e.py",
+                 "test_detect_learning.py", "test_tfds.py", "test_devices.py", "test_synthetic_e2e.py",
+                 "test_compare.py")
 
 
 def pytest_collection_modifyitems(items):

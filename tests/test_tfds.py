@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.test_devices import trained_in_sync
 
 CATS = "l40s_cats_standin"
 FRUITS = "l40s_fruits_standin"
@@ -113,12 +114,16 @@ def test_classify_through_tfds_end_to_end_then_from_the_decoded_cache(data_dir, 
     assert again["dataset"] == record["dataset"]
 
 
-def test_detect_through_tfds_with_a_class_subset(data_dir, tmp_path):
+def test_detect_through_tfds_with_a_class_subset_on_2_logical_devices(data_dir, tmp_path):
+    """One detector run for two capabilities (a detector run is CI's costliest unit): a TFDS set with a class
+    subset, trained through Model Garden's trainer under MirroredStrategy on two logical CPU devices."""
     result = run_cli("detect", "--data", f"tfds:{FRUITS}", "--tfds-data-dir", data_dir, "--classes", "apple,banana",
                      "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4", "--batch-size", "2",
-                     "--epochs", "1", "--output-dir", tmp_path)
-    assert result.returncode == 0, result.stderr
+                     "--epochs", "1", "--devices", "2", "--output-dir", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((tmp_path / "result.json").read_text())
+    trained_in_sync(record, 2, 2)
+    assert record["model"]["steps_per_epoch"] == 1  # 4 images at a global batch of 4
     assert record["dataset"]["source"].startswith(f"tfds:{FRUITS}:1.0.0")
     assert record["dataset"]["train_images"] == 4 and record["dataset"]["test_images"] == 4
     assert set(record["dataset"]["classes"]["train"]) <= {"apple", "banana"}
