@@ -70,6 +70,10 @@ def test_each_detector_end_to_end(tmp_path, capsys, tiny_runs, base):
     assert set(result["accuracy"]["per_class_ap_50"]) == {"apple", "banana", "orange"}
     assert "COCO mAP" in captured.out and "mean ms/image" in captured.out
     assert result["notes"]["serving_over_model"] > 0 and 0 < result["notes"]["preprocess_share"] < 1
+    utilisation = result["utilisation"]  # training counted from the training step (tests/test_detect_flops.py)
+    assert utilisation["train_flops_per_image"].startswith("counted: TensorFlow's profiler over the traced training")
+    if base.startswith("faster_rcnn"):  # 64 sampled regions per image in training against serving's 300
+        assert utilisation["train_gflops_per_image"] < 3 * utilisation["forward_gflops_per_image"]
     if export:
         assert result["notes"]["export_dir"] == str((tmp_path / "saved_model").resolve())
         assert "SavedModel:" in captured.out

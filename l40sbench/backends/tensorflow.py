@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from l40sbench.backends.tf_flops import COUNTER
+
 NAME = "tensorflow"
 
 
@@ -55,7 +57,7 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
     return counted(model, size, dtype)
 
 
-FLOP_COUNTER = "TensorFlow's profiler over the traced graph"
+FLOP_COUNTER = COUNTER
 SWEEP_STEP = "tf.function under a tf.distribute strategy (synthetic.worker)"
 
 

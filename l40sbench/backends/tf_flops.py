@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+COUNTER = "TensorFlow's profiler over the traced graph"
+
 
 def graph_gflops(graph) -> float:
     """GFLOP (10^9 floating-point operations) of every op in a traced graph.

@@ -15,6 +15,7 @@ import numpy as np
 
 from l40sbench import paths
 from l40sbench.classify import runtimes as cl_runtimes
+from l40sbench.classify import train_flops
 from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier
@@ -145,7 +146,7 @@ def _train_convention(config: ClassifyConfig) -> tuple[int, str]:
         return 1, "1 x forward (base frozen: forward only; the head's backward is negligible)"
     if config.trainable_top_layers < 0:
         return 3, "3 x forward (forward, then gradients for activations and weights)"
-    return 3, (f"at most 3 x forward (top {config.trainable_top_layers} base layers train: an upper bound)")
+    return 3, train_flops.CONVENTION  # the top N base layers train: counted per layer (classify.train_flops)
 
 
 class ClassifyTask:
@@ -229,8 +230,12 @@ class ClassifyTask:
 
         ops = load(built.config.backend)
         per_forward, convention = _train_convention(built.config)
-        return Flops(ops.forward_gflops(built.model, built.config.image_size, "uint8"), per_forward, convention,
-                     ops.FLOP_COUNTER)
+        forward = ops.forward_gflops(built.model, built.config.image_size, "uint8")
+        train = None
+        if convention == train_flops.CONVENTION and forward:
+            base = next(layer for layer in built.model.layers if hasattr(layer, "layers"))  # the nested base
+            train, _ = train_flops.fine_tune_gflops(base, forward)
+        return Flops(forward, per_forward, convention, ops.FLOP_COUNTER, train_gflops=train)
 
     def export(self, built: Built, data: Data, probe: Probe, log: Log):
         config = built.config

@@ -59,12 +59,20 @@ class Probe:
 
 @dataclass(frozen=True)
 class Flops:
-    """The FLOP count utilisation divides by the peak: one forward, and training as a multiple of it."""
+    """The FLOP count utilisation divides by the peak: one forward, and training per image, either counted
+    from the traced training step (`train_gflops`) or as a multiple of the forward."""
 
     forward_gflops: float
     train_flops_per_forward: int
     train_convention: str
     counter: str | None = None  # the counter's name, where the record names it
+    train_gflops: float | None = None  # GFLOP per trained image, counted; None: the multiple of the forward
+
+    @property
+    def train_gflops_per_image(self) -> float | None:
+        if self.train_gflops is not None or not self.forward_gflops:
+            return self.train_gflops
+        return self.forward_gflops * self.train_flops_per_forward
 
 
 class Task(Protocol):

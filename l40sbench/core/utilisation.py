@@ -37,21 +37,22 @@ def utilisation(achieved_gflops: float | None, peak_gflops: float | None) -> flo
 
 
 def run_utilisation(peak: dict | None, precision: str, forward_gflops: float | None, *,
-                    train_flops_per_forward: float, train_convention: str,
+                    train_gflops_per_image: float | None, train_convention: str,
                     train_images_per_second: float | None, inference_images_per_second: float | None) -> dict:
     """How close a classify or detect run came to this device's peak, in training and in inference.
 
-    Achieved GFLOP/s = GFLOP per image x images/s: `train_flops_per_forward`
-    forward passes per trained image (3 when every layer trains), one per
-    inferred image. Both are divided by the peak of the run's precision.
+    Achieved GFLOP/s = GFLOP per image x images/s: `train_gflops_per_image` per trained image (counted from
+    the training step, or a multiple of the forward, as `train_convention` says), one forward per inferred
+    image. Both are divided by the peak of the run's precision.
     """
     name, peak_gflops = peak_for(peak, precision)
-    train = (forward_gflops * train_flops_per_forward * train_images_per_second
-             if forward_gflops and train_images_per_second else None)
+    train = (train_gflops_per_image * train_images_per_second
+             if train_gflops_per_image and train_images_per_second else None)
     inference = forward_gflops * inference_images_per_second if forward_gflops and inference_images_per_second else None
     return {
         "peak": name, "peak_gflops": peak_gflops, "forward_gflops_per_image": forward_gflops,
-        "train_flops_per_image": train_convention, "train_achieved_gflops": train,
+        "train_flops_per_image": train_convention, "train_gflops_per_image": train_gflops_per_image,
+        "train_achieved_gflops": train,
         "train": utilisation(train, peak_gflops), "inference_achieved_gflops": inference,
         "inference": utilisation(inference, peak_gflops),
     }

@@ -85,6 +85,36 @@ def train_step(task, experiment, model, optimizer, placement):
     return run, trainer.train_metrics
 
 
+TRAIN_COUNTER = ("TensorFlow's profiler over the traced training step of one image (Model Garden's train_step: "
+                 "forward with training=True on the sampled regions, losses, gradients, optimizer update)")
+
+
+def train_step_graph(task, experiment, model, optimizer, metrics, placement):
+    """The graph of one training step on one image: Model Garden's train_step traced (not run) on an input of
+    the training pipeline's shapes with a batch of one, so Faster R-CNN's second stage sees the regions it
+    samples for training, not the serving proposals. On several replicas the step is traced under
+    strategy.run, once per replica. Trace it after training: the optimizer's slots exist then."""
+    import tensorflow as tf
+
+    spec = task.build_inputs(experiment.task.train_data).element_spec
+    one = tf.nest.map_structure(lambda s: tf.TensorSpec([1, *s.shape[1:]], s.dtype), spec)
+
+    def step(inputs):
+        return task.train_step(inputs, model, optimizer, metrics=metrics)
+
+    if placement.strategy is None:
+        return tf.function(step).get_concrete_function(one).graph
+    return tf.function(lambda inputs: placement.strategy.run(step, (inputs,))).get_concrete_function(one).graph
+
+
+def train_step_gflops(task, experiment, model, optimizer, metrics, placement) -> float:
+    """GFLOP of one training step per image (train_step_graph; per replica where there are several)."""
+    from l40sbench.backends.tf_flops import graph_gflops
+
+    graph = train_step_graph(task, experiment, model, optimizer, metrics, placement)
+    return graph_gflops(graph) / placement.replicas
+
+
 def serving(experiment, model, image_size: int):
     """Model Garden's export module, its serving signatures, and that signature's two stages.
 

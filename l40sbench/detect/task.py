@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from l40sbench.backends.tf_flops import COUNTER
 from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.task import Built, Data, Flops, Probe
@@ -31,7 +32,7 @@ from l40sbench.detect.runtimes import coco_detections
 from l40sbench.errors import UserError
 from l40sbench.runtimes.child import stack_outputs
 
-TRAIN_CONVENTION = "3 x forward (every layer trains: forward, then gradients for activations and weights)"
+TRAIN_CONVENTION = f"counted: {garden.TRAIN_COUNTER}"
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,13 @@ class Probed:
 
 @dataclass(frozen=True)
 class Trainer:
-    """The built detector's Model Garden side: its experiment, one training step, the loss components."""
+    """The built detector's Model Garden side: its experiment, task and optimizer, one training step, the loss
+    components, and where it trains."""
 
     experiment: object
+    task: object
+    optimizer: object
+    placement: object
     step: object
     metrics: list
     steps_per_epoch: int
@@ -199,7 +204,7 @@ class DetectTask:
             weights=f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random",
             model_info=model_info, devices=devices, epochs=epochs,
             train_images_per_epoch=steps_per_epoch * global_batch, training_line=line, notes=notes,
-            state=Trainer(experiment, step, metrics, steps_per_epoch, components),
+            state=Trainer(experiment, task, optimizer, placement, step, metrics, steps_per_epoch, components),
         )
 
     def train(self, built: Built, data: Data, loop) -> None:
@@ -230,7 +235,11 @@ class DetectTask:
 
     def flops(self, built: Built, probe: Probe) -> Flops:
         serving, _ = probe.outputs
-        return Flops(garden.forward_gflops(serving, built.config.image_size), 3, TRAIN_CONVENTION)
+        trainer = built.state
+        train = garden.train_step_gflops(trainer.task, trainer.experiment, built.model, trainer.optimizer,
+                                         trainer.metrics, trainer.placement)
+        return Flops(garden.forward_gflops(serving, built.config.image_size), 3, TRAIN_CONVENTION, COUNTER,
+                     train_gflops=train)
 
     def export(self, built: Built, data: Data, probe: Probe, log: Log):
         config = built.config

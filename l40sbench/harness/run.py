@@ -38,7 +38,7 @@ def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainRes
     epoch_seconds = train.rate_epoch_seconds
     figures = run_utilisation(
         device_peak, precision, flops.forward_gflops,
-        train_flops_per_forward=flops.train_flops_per_forward, train_convention=flops.train_convention,
+        train_gflops_per_image=flops.train_gflops_per_image, train_convention=flops.train_convention,
         train_images_per_second=train_images_per_epoch / epoch_seconds if epoch_seconds else None,
         inference_images_per_second=inference_images_per_second,
     )

@@ -160,9 +160,13 @@ def utilisation_line(result: dict) -> str:
             return f"{name} -"
         return f"{name} {100 * share:.1f} % ({u[name + '_achieved_gflops']:.1f} GFLOP/s)"
 
+    train = u.get("train_gflops_per_image")  # records before training was counted from the step lack it
+    convention = u["train_flops_per_image"]
+    how = (f"counted by {convention.removeprefix('counted: ')}" if convention.startswith("counted: ")
+           else f"counted as {convention}")
     return (f"utilisation of the {u['peak']} peak ({u['peak_gflops']:.1f} GFLOP/s): {part('train')}, "
             f"{part('inference')}; {u['forward_gflops_per_image']:.3f} GFLOP per image forward, "
-            f"training counted as {u['train_flops_per_image']}")
+            + (f"{train:.3f} training, " if train else "") + f"training {how}")
 
 
 def accuracy_lines(result: dict) -> str:
