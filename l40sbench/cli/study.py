@@ -1,0 +1,191 @@
+"""`study`: one command from a freshly rented machine to its verdict beside the published rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from l40sbench.cli.common import finite, log, prepare_output_dir
+from l40sbench.errors import UserError
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "study",
+        help="run a whole study (l40s, leadergpu or all) on this machine and judge it beside the published rows",
+        description=(
+            "Runs a study's protocol as ordinary runs, one folder each under the study's folder, then writes "
+            "report.md: this machine's figures beside the study's published rows (each as a ratio, with its "
+            "interval and its run's stability verdict), the cost of the study's work here and the time to first "
+            "result. l40s: xception, inceptionv3 and vgg19 fine-tuned 10 epochs at batch 16 at their native "
+            "sizes, and the three detectors at 640 px (200 epochs on a GPU; 1 epoch on a CPU, the 200-epoch time "
+            "projected and labelled so). leadergpu: the synthetic tables' grid on every device count here. "
+            "The plan (every step with its estimated time) prints first; --plan prints it and stops. --budget "
+            "cuts the plan to fit, the detectors' epochs first, then the classifiers'. A killed study resumes "
+            "with --resume DIR, running only the steps it lacks; a step that fails costs its row."
+        ),
+    )
+    p.add_argument("study", metavar="STUDY", help="l40s, leadergpu or all")
+    p.add_argument("--plan", action="store_true", help="print the plan and its total time, and stop")
+    p.add_argument("--quick", action="store_true",
+                   help="a check of the whole path in minutes: each classifier at its smallest size on 8 images "
+                        "for 2 epochs, each detector at 128 px on 4 images for 1 epoch, the sweep on lenet and "
+                        "alexnet at batch 4 for 2 steps")
+    p.add_argument("--budget", metavar="DURATION", help="fit the plan into this time (45m, 1h30m, 900s)")
+    p.add_argument("--resume", type=Path, metavar="DIR",
+                   help="finish the study in DIR with the plan it made: only its missing steps run")
+    p.add_argument("--only", metavar="STEP,...", help="run only these steps of the plan (names as the plan prints)")
+    p.add_argument("--output-dir", type=Path, metavar="DIR",
+                   help="the study's folder (default: results/study-STUDY-<UTC time>)")
+    p.add_argument("--data-classify", metavar="DIR", help="classify's data (as classify --data); the stand-in otherwise")
+    p.add_argument("--data-detect", metavar="DIR", help="detect's data (as detect --data); the stand-in otherwise")
+    p.add_argument("--price-per-minute", type=finite, metavar="PRICE", help="this machine's rental price a minute")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default="tensorflow",
+                   help="Keras backend for classify and the sweep; detection needs TensorFlow and is skipped on "
+                        "another backend (default: tensorflow)")
+    p.set_defaults(func=run)
+
+
+def _machine(peak_file: Path, backend: str):
+    """This machine's float32 peak (measured once, kept in `peak_file` for every step, unless
+    $L40SBENCH_PEAK_FILE names a kept one already) and its GPUs."""
+    from l40sbench.peak.cache import PEAK_FILE_VARIABLE
+    from l40sbench.study.plan import Machine
+
+    peak_file = Path(os.environ.get(PEAK_FILE_VARIABLE) or peak_file)
+    if not peak_file.exists():
+        log(f"measuring this machine's peak on {backend} for the plan's estimates ...")
+        env = {**os.environ, "L40SBENCH_PEAK_FILE": str(peak_file), "KERAS_BACKEND": backend}
+        done = subprocess.run([sys.executable, "-m", "l40sbench.peak"], capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise UserError(f"cannot measure this machine's peak on {backend}: "
+                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    from l40sbench.peak.cache import peak_file as backend_file
+
+    peak = json.loads(backend_file(peak_file, backend).read_text())
+    gpu = peak.get("device_kind") == "GPU"
+    return Machine(peak["matmul"]["float32"]["gflops"], gpu, _gpu_count() if gpu else 1)
+
+
+def _gpu_count() -> int:
+    """The GPUs nvidia-smi lists (a sweep's device counts go up to it); 1 where it cannot tell."""
+    if not shutil.which("nvidia-smi"):
+        return 1
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines()
+    return max(1, sum(line.startswith("GPU ") for line in listed))
+
+
+def _plan_lines(plan) -> list[str]:
+    from l40sbench.study.plan import duration
+
+    lines = [f"plan: study {plan.study}{' (--quick)' if plan.quick else ''}, {len(plan.steps)} step(s), about "
+             f"{duration(plan.total_s)} in all (estimates: docs/study.md)"]
+    for i, step in enumerate(plan.steps):
+        lines.append(f"  {i + 1}. {step.name:<34} {duration(step.estimate_s):>8}  l40sbench {' '.join(step.argv)}"
+                     + (f"  [{step.cut}]" if step.cut else ""))
+    lines += [f"  budget cut: {cut}" for cut in plan.cuts]
+    return lines
+
+
+def run(args) -> int:
+    from l40sbench.study import plan as plans
+    from l40sbench.study.run import KIND, read_state
+
+    if args.study not in (*plans.STUDIES, "all"):
+        raise UserError(f"unknown study {args.study!r}: choose from {', '.join(plans.STUDIES)}, all")
+    budget = plans.parse_budget(args.budget) if args.budget is not None else None
+    if args.price_per_minute is not None and args.price_per_minute <= 0:
+        raise UserError(f"--price-per-minute must be above 0. Received: {args.price_per_minute:g}")
+    if args.resume is not None:
+        state = read_state(args.resume)
+        if state["study"] != args.study or state["quick"] != args.quick:
+            raise UserError(f"{args.resume} holds study {state['study']}{' --quick' if state['quick'] else ''}, "
+                            f"not {args.study}{' --quick' if args.quick else ''}")
+        root, plan = args.resume, plans.Plan.from_dict(state["plan"])
+        args.backend = state["backend"]
+    else:
+        root = args.output_dir or Path("results") / f"study-{args.study}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        state = {"kind": KIND, "study": args.study, "quick": args.quick, "budget_s": budget, "backend": args.backend}
+        only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+
+        def planned(machine):
+            plan = plans.build(args.study, machine, quick=args.quick, data_classify=args.data_classify,
+                               data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
+            return plan.only(only) if only else plan
+
+        planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
+        with tempfile.TemporaryDirectory() as scratch:  # the folder is made once the plan is known to fit
+            machine = _machine(Path(scratch) / "peak.json", args.backend)
+            plan = planned(machine)
+            if budget is not None:
+                plan = plans.fit(plan, budget, machine)
+            if not args.plan:
+                prepare_output_dir(root)
+                for kept in Path(scratch).glob("peak*.json"):  # measured here (peak.json, peak.jax.json): every step reads it
+                    shutil.copy(kept, root / kept.name)
+        state["plan"] = plan.to_dict()
+    if args.backend != "tensorflow" and args.study != "leadergpu":
+        log(f"detection needs TensorFlow: its steps are left out on {args.backend}")
+    for line in _plan_lines(plan):
+        print(line)
+    if args.plan:
+        return 0
+    return _run_study(args, plan, root, state)
+
+
+def _run_study(args, plan, root: Path, state: dict) -> int:
+    from l40sbench.core.records import write_atomic
+    from l40sbench.peak.cache import PEAK_FILE_VARIABLE
+    from l40sbench.study.run import STATE, run_plan, step_folder
+
+    write_atomic(root / STATE, json.dumps(state, indent=2))
+    os.environ.setdefault(PEAK_FILE_VARIABLE, str(root / "peak.json"))  # one peak for every step
+    os.environ["KERAS_BACKEND"] = args.backend
+    outcomes = run_plan(plan, root, state, log)
+    folders = [step_folder(root, i, step) for i, step in enumerate(plan.steps)]
+    path, verdict = _write_report(root, plan, outcomes, folders, args.price_per_minute)
+    print()
+    print(verdict)
+    print(f"report: {path}")
+    failed = [o for o in outcomes if o.status == "failed"]
+    return 1 if failed and len(failed) == len(outcomes) else 0
+
+
+def _write_report(root: Path, plan, outcomes, folders, price: float | None) -> tuple[Path, str]:
+    from l40sbench.core.text import markdown_table
+    from l40sbench.reference import load as load_reference
+    from l40sbench.report.document import write_report
+    from l40sbench.report.inputs import load_all
+    from l40sbench.study import summary
+
+    records = {}
+    for folder, outcome in zip(folders, outcomes):
+        if outcome.status != "failed" and (folder / "result.json").exists():
+            records[outcome.name] = json.loads((folder / "result.json").read_text())
+    reference = [*load_reference("l40s"), *load_reference("leadergpu-2017")]
+    rows = summary.rows([(o.name, records.get(o.name), o.reason) for o in outcomes], reference)
+    inputs = [str(f) for f in folders if f.name.split("-", 1)[1] in records]
+    references = (["l40s"] if plan.study in ("l40s", "all") else []) + (
+        ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else [])
+    report = write_report(load_all(inputs + references), root / "report") if inputs else None
+    sweep_costs = summary.sweep_cost_rows(list(records.values()), price)
+    spent = summary.cost_line(list(records.values()), price)
+    verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else [])]
+    if sweep_costs:
+        verdict += ["The LeaderGPU study's cost table from this machine's sweep"
+                    + ("" if price else " (give --price-per-minute to price it)") + ":", "",
+                    markdown_table(summary.COST_HEAD, sweep_costs), ""]
+    verdict += [summary.first_result_line(list(records.values()))] + [f"budget cut: {cut}" for cut in plan.cuts]
+    if plan.quick:
+        verdict.append("--quick: tiny sizes and a few images, a check of the path; the ratios are not the study's work")
+    text = [f"# Study {plan.study} on this machine", "", "## This machine beside the study", "", *verdict, "",
+            f"The studies' tables and plots: {report.relative_to(root)}" if report else "No step finished."]
+    path = root / "report.md"
+    path.write_text("\n".join(text) + "\n")
+    return path, "\n".join(verdict)

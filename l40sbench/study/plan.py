@@ -1,0 +1,262 @@
+"""What `study` runs: the studies as steps of ordinary commands, each with its estimated time, and a plan cut to
+fit a budget. Pure: no clock, no model, no TensorFlow.
+
+Each step is one command of the suite (`classify`, `detect`, `synthetic`) with the study's flags, run into a
+folder of its own. A step's time is estimated from a reference measurement of the same work on a 2-core
+CPU host (docs/performance-log.md: "Classification protocol on the stand-in" and "Detection at 640 px"),
+scaled by this machine's float32 peak against that host's, by the pixels and by the images, plus a fixed
+start-up that does not scale (imports, building, tracing). It is an estimate: the study corrects its ETA by
+the steps it has finished.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from l40sbench.errors import UserError
+
+STUDIES = ("l40s", "leadergpu")
+ARTICLE_EPOCHS = {"classify": 10, "detect": 200}
+CLASSIFY = {"xception": 299, "inceptionv3": 299, "vgg19": 224}  # the L40S study's bases at their native sizes
+DETECT = ("faster_rcnn_inception_v2", "faster_rcnn_resnet50", "ssd_resnet50_fpn")
+DETECT_SIZE = 640
+STANDIN_IMAGES = {"classify": (557, 140), "detect": (240, 60)}  # (train, test) of the stand-ins
+
+# Seconds of the work on the reference host, at its float32 peak (GFLOP/s): per training image (an epoch's
+# time over its images; classify's includes the scoring the suite then did inside the epoch) and per
+# test image one at a time, at the sizes above.
+REFERENCE_PEAK = {"classify": 410.0, "detect": 217.0}
+REFERENCE_SECONDS = {
+    "xception": (71.1 / 557, 0.102), "inceptionv3": (39.2 / 557, 0.069), "vgg19": (124.1 / 557, 0.202),
+    "ssd_resnet50_fpn": (2.82, 1.11), "faster_rcnn_resnet50": (3.02, 1.20), "faster_rcnn_inception_v2": (2.52, 1.03),
+}
+STARTUP_SECONDS = {"classify": 30.0, "detect": 90.0, "synthetic": 20.0}
+
+# --quick: the smallest sizes each model takes and a handful of images, so a study finishes in minutes here.
+QUICK_CLASSIFY = {"xception": 71, "inceptionv3": 75, "vgg19": 32}
+QUICK = {"classify": {"limit": 8, "epochs": 2, "batch": 4}, "detect": {"limit": 4, "epochs": 1, "batch": 2, "size": 128}}
+# The LeaderGPU tables' grid: tf_cnn_benchmarks' models and batch sizes per GPU, on every device count here.
+LEADERGPU_MODELS = ("alexnet", "googlenet", "inceptionv3", "inceptionv4", "lenet", "overfeat", "resnet101",
+                    "resnet152", "resnet50", "vgg11", "vgg16", "vgg19")
+LEADERGPU_BATCHES = (32, 64, 128, 256, 512)
+QUICK_SWEEP = {"models": ("lenet", "alexnet"), "batches": (4,), "steps": 2}
+# Forward GFLOP per image at each model's own size: the suite's own counts (benchmarks/baseline.json,
+# structure.synthetic.*); a training step is three forwards, run at about half the peak (docs/performance-log.md,
+# "Utilisation of the measured matmul rate": 47-89 % on a CPU).
+SWEEP_GFLOPS = {"alexnet": 1.68, "googlenet": 3.18, "inceptionv3": 11.47, "inceptionv4": 24.58, "lenet": 0.03,
+                "overfeat": 5.6, "resnet101": 15.2, "resnet152": 22.65, "resnet50": 7.76, "vgg11": 15.23,
+                "vgg16": 30.96, "vgg19": 39.29}
+SWEEP_UTILISATION = 0.5
+SWEEP_CHILD_SECONDS = 10.0  # a configuration's own process: imports, building, compiling
+SWEEP_STEPS, SWEEP_WARMUP, SWEEP_FLOOR_STEPS = 30, 5, 10
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a study: its folder name, the suite's arguments, its estimated seconds, and how its
+    figures relate to the study's protocol when a budget cut it ("" when they are the protocol's)."""
+
+    name: str
+    task: str
+    argv: tuple[str, ...]
+    estimate_s: float
+    epochs: int | None = None
+    cut: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    study: str
+    steps: tuple[Step, ...]
+    quick: bool = False
+    cuts: tuple[str, ...] = ()  # what --budget reduced, in the order it did
+
+    @property
+    def total_s(self) -> float:
+        return sum(step.estimate_s for step in self.steps)
+
+    def to_dict(self) -> dict:
+        return {"study": self.study, "quick": self.quick, "cuts": list(self.cuts), "total_s": self.total_s,
+                "steps": [{"name": s.name, "task": s.task, "argv": list(s.argv), "estimate_s": s.estimate_s,
+                           "epochs": s.epochs, "cut": s.cut} for s in self.steps]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Plan:
+        steps = tuple(Step(s["name"], s["task"], tuple(s["argv"]), s["estimate_s"], s["epochs"], s["cut"])
+                      for s in data["steps"])
+        return cls(data["study"], steps, data["quick"], tuple(data["cuts"]))
+
+    def only(self, names: tuple[str, ...]) -> Plan:
+        """The plan's steps named in `names`, in the plan's order. Raises UserError for a name it lacks."""
+        unknown = sorted(set(names) - {step.name for step in self.steps})
+        if unknown:
+            raise UserError(f"--only: no step {', '.join(unknown)} in study {self.study} (its steps: "
+                            f"{', '.join(step.name for step in self.steps)})")
+        return replace(self, steps=tuple(step for step in self.steps if step.name in names))
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the estimates read: the float32 peak (GFLOP/s) and the devices a sweep may spread over."""
+
+    peak_gflops: float
+    gpu: bool
+    devices: int = 1
+
+
+def _work_seconds(model: str, task: str, train_images: int, test_images: int, epochs: int, scale: float,
+                  machine: Machine) -> float:
+    per_train, per_test = REFERENCE_SECONDS[model]
+    speed = REFERENCE_PEAK[task] / machine.peak_gflops
+    return speed * scale * (epochs * train_images * per_train + test_images * per_test)
+
+
+def _classify_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
+    size = QUICK_CLASSIFY[base] if quick else CLASSIFY[base]
+    epochs = epochs or (QUICK["classify"]["epochs"] if quick else ARTICLE_EPOCHS["classify"])
+    train, test = (QUICK["classify"]["limit"],) * 2 if quick else STANDIN_IMAGES["classify"]
+    argv = ["classify", "--base", base, "--image-size", str(size), "--epochs", str(epochs),
+            "--batch-size", str(QUICK["classify"]["batch"] if quick else 16)]
+    argv += ["--limit", str(QUICK["classify"]["limit"]), "--weights", "none"] if quick else []
+    argv += ["--data", data] if data else []
+    scale = (size / CLASSIFY[base]) ** 2
+    estimate = STARTUP_SECONDS["classify"] + _work_seconds(base, "classify", train, test, epochs, scale, machine)
+    return Step(f"classify-{base}", "classify", tuple(argv), estimate, epochs)
+
+
+def _detect_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
+    size = QUICK["detect"]["size"] if quick else DETECT_SIZE
+    if epochs is None:
+        epochs = QUICK["detect"]["epochs"] if quick else (ARTICLE_EPOCHS["detect"] if machine.gpu else 1)
+    train, test = (QUICK["detect"]["limit"],) * 2 if quick else STANDIN_IMAGES["detect"]
+    argv = ["detect", "--base", base, "--image-size", str(size), "--epochs", str(epochs),
+            "--batch-size", str(QUICK["detect"]["batch"] if quick else 16)]
+    argv += ["--limit", str(QUICK["detect"]["limit"])] if quick else []
+    argv += ["--data", data] if data else []
+    scale = (size / DETECT_SIZE) ** 2
+    estimate = STARTUP_SECONDS["detect"] + _work_seconds(base, "detect", train, test, epochs, scale, machine)
+    cut = "" if epochs == ARTICLE_EPOCHS["detect"] else (
+        f"{epochs} of the study's {ARTICLE_EPOCHS['detect']} epochs: its 200-epoch time is projected from them")
+    return Step(f"detect-{base}", "detect", tuple(argv), estimate, epochs, cut)
+
+
+def _sweep_step(quick: bool, machine: Machine, steps: int | None = None,
+                batches: tuple[int, ...] | None = None) -> Step:
+    models = QUICK_SWEEP["models"] if quick else LEADERGPU_MODELS
+    batches = batches or (QUICK_SWEEP["batches"] if quick else LEADERGPU_BATCHES)
+    counts = sorted({1, machine.devices})
+    steps = steps or (QUICK_SWEEP["steps"] if quick else SWEEP_STEPS)
+    warmup = 1 if quick else SWEEP_WARMUP
+    argv = ("synthetic", "--models", ",".join(models), "--batch-sizes", ",".join(map(str, batches)),
+            "--devices", ",".join(map(str, counts)), "--steps", str(steps), "--warmup-steps", str(warmup))
+    rate = machine.peak_gflops * SWEEP_UTILISATION  # per device; n devices take n times the images
+    work = sum((steps + warmup) * batch * 3 * SWEEP_GFLOPS[model] / rate for model in models for batch in batches)
+    estimate = STARTUP_SECONDS["synthetic"] + len(counts) * (len(models) * len(batches) * SWEEP_CHILD_SECONDS + work)
+    full = (steps, batches) == (SWEEP_STEPS, LEADERGPU_BATCHES) or quick
+    cut = "" if full else f"{steps} timed steps, batch sizes {','.join(map(str, batches))} of the study's grid"
+    return Step("synthetic-leadergpu", "synthetic", argv, estimate, None, cut)
+
+
+def build(study: str, machine: Machine, *, quick: bool = False, data_classify: str | None = None,
+          data_detect: str | None = None, with_detect: bool = True) -> Plan:
+    """The study's steps in the order they run (`all`: the L40S study's, then LeaderGPU's)."""
+    if study not in (*STUDIES, "all"):
+        raise UserError(f"unknown study {study!r}: choose from {', '.join(STUDIES)}, all")
+    steps: list[Step] = []
+    if study in ("l40s", "all"):
+        steps += [_classify_step(base, quick, data_classify, machine) for base in CLASSIFY]
+        if with_detect:
+            steps += [_detect_step(base, quick, data_detect, machine) for base in DETECT]
+    if study in ("leadergpu", "all"):
+        steps.append(_sweep_step(quick, machine))
+    return Plan(study, tuple(steps), quick)
+
+
+def _smallest(plan: Plan, machine: Machine) -> Plan:
+    """Every training step at one epoch, the sweep at its first batch size and SWEEP_FLOOR_STEPS: the least a
+    plan can do and still time an epoch, the images and a table."""
+    steps = tuple(_rebuilt(step, 1, machine) if step.task in ("classify", "detect") else
+                  _sweep_cut(step, machine, 0) for step in plan.steps)
+    return replace(plan, steps=steps)
+
+
+def _sweep_cut(step: Step, machine: Machine, batches: int) -> Step:
+    """The sweep at SWEEP_FLOOR_STEPS steps and its first `batches` batch sizes (0: the first only)."""
+    argv = list(step.argv)
+    sizes = tuple(int(b) for b in argv[argv.index("--batch-sizes") + 1].split(","))
+    quick = argv[argv.index("--models") + 1] == ",".join(QUICK_SWEEP["models"])
+    steps = min(int(argv[argv.index("--steps") + 1]), SWEEP_FLOOR_STEPS)
+    return _sweep_step(quick, machine, steps, sizes[:max(batches, 1)])
+
+
+def _rebuilt(step: Step, epochs: int, machine: Machine) -> Step:
+    argv = list(step.argv)
+    base = argv[argv.index("--base") + 1]
+    quick = "--limit" in argv
+    data = argv[argv.index("--data") + 1] if "--data" in argv else None
+    make = _classify_step if step.task == "classify" else _detect_step
+    rebuilt = make(base, quick, data, machine, epochs)
+    if step.task == "classify" and epochs < ARTICLE_EPOCHS["classify"]:
+        rebuilt = replace(rebuilt, cut=f"{epochs} of the study's {ARTICLE_EPOCHS['classify']} epochs: the time per "
+                                         "epoch is the study's figure; the total is projected")
+    return rebuilt
+
+
+def fit(plan: Plan, budget_s: float, machine: Machine) -> Plan:
+    """The plan cut to fit `budget_s`, in this order: the detectors' epochs (down to 1); the sweep's steps (down
+    to SWEEP_FLOOR_STEPS), then its largest batch sizes; the classifiers' epochs (down to 2, so a steady epoch
+    is timed, then 1). Raises UserError when even the smallest plan (_smallest) does not fit."""
+    if plan.total_s <= budget_s:
+        return plan
+    if _smallest(plan, machine).total_s > budget_s:
+        raise UserError(f"the smallest {plan.study} plan (one epoch a model, the sweep at its first batch size) needs about "
+                        f"{duration(_smallest(plan, machine).total_s)}, over the budget of {duration(budget_s)}")
+    steps, cuts = list(plan.steps), []
+    for task, floor in (("detect", 1), ("synthetic", 0), ("classify", 2), ("classify", 1)):
+        if task == "synthetic":
+            _cut_sweep(steps, budget_s, machine, cuts)
+            continue
+        for i, step in enumerate(steps):
+            if step.task != task or (step.epochs or 0) <= floor:
+                continue
+            over = sum(s.estimate_s for s in steps) - budget_s
+            if over <= 0:
+                break
+            per_epoch = (step.estimate_s - _rebuilt(step, 1, machine).estimate_s) / max(step.epochs - 1, 1)
+            epochs = max(floor, step.epochs - math.ceil(over / per_epoch)) if per_epoch > 0 else floor
+            steps[i] = _rebuilt(step, epochs, machine)
+            cuts.append(f"{step.name}: {step.epochs} -> {epochs} epochs")
+    return replace(plan, steps=tuple(steps), cuts=tuple(cuts))
+
+
+def _cut_sweep(steps: list[Step], budget_s: float, machine: Machine, cuts: list[str]) -> None:
+    for i, step in enumerate(steps):
+        if step.task != "synthetic":
+            continue
+        sizes = step.argv[step.argv.index("--batch-sizes") + 1].split(",")
+        for keep in range(len(sizes), 0, -1):
+            if sum(s.estimate_s for s in steps) <= budget_s:
+                return
+            steps[i] = _sweep_cut(step, machine, keep)
+            cuts.append(f"{step.name}: {steps[i].cut}")
+
+
+def parse_budget(text: str) -> float:
+    """'45m', '1h30m', '90s', '2h' -> seconds. Raises UserError on anything else or on 0."""
+    import re
+
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*", text or "")
+    if not match or not any(match.groups()):
+        raise UserError(f"--budget takes a duration such as 45m, 1h30m or 900s. Received: {text!r}")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = 3600 * hours + 60 * minutes + seconds
+    if total <= 0:
+        raise UserError(f"--budget must be above 0. Received: {text!r}")
+    return total
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"

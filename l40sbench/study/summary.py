@@ -1,0 +1,145 @@
+"""The study's verdict: this machine's figures beside the published rows, as ratios, with each figure's
+interval and its run's stability, what the study's work would cost here, and the time to first result.
+
+Pure: records in, Markdown rows out. A row whose step failed says why; a detector trained fewer epochs than
+the study's 200 has its 200-epoch time projected from its own epochs, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from l40sbench.report.cells import number, spread
+from l40sbench.report.tables import wall_epoch_seconds
+from l40sbench.study.plan import ARTICLE_EPOCHS
+
+HEAD = ("step", "figure", "this machine", "study", "this / study", "interval", "stability")
+
+
+def _ratio(mine: float | None, theirs: float | None) -> str:
+    return f"{mine / theirs:.2f}x" if mine and theirs else "-"
+
+
+def _published(reference: Sequence[dict], record: dict) -> dict | None:
+    return next((r for r in reference if r.get("task") == record.get("task") and r.get("base") == record.get("base")),
+                None)
+
+
+def _training_rows(name: str, record: dict, published: dict | None, stability: str) -> list[tuple]:
+    epoch, theirs = wall_epoch_seconds(record["train"]), wall_epoch_seconds((published or {}).get("train") or {})
+    rows = [(name, "time per epoch, s", number(epoch), number(theirs), _ratio(epoch, theirs),
+             spread(record["train"].get("steady_epoch_interval")), stability)]
+    protocol = ARTICLE_EPOCHS[record["task"]]
+    if epoch and record["train"]["epochs"] != protocol:
+        study_total = (published or {}).get("train", {}).get("wall_seconds")
+        rows.append((name, f"{protocol}-epoch training, s (projected from {record['train']['epochs']})",
+                     number(epoch * protocol, 1), number(study_total, 1), _ratio(epoch * protocol, study_total),
+                     "-", stability))
+    return rows
+
+
+def _inference_row(name: str, record: dict, published: dict | None, stability: str) -> tuple:
+    mine, theirs = record["inference"].get("mean_ms"), ((published or {}).get("inference") or {}).get("mean_ms")
+    return (name, "inference, ms/image", number(mine), number(theirs), _ratio(mine, theirs),
+            spread(record["inference"].get("interval_ms")), stability)
+
+
+def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: str) -> list[tuple]:
+    """Each row of this machine's sweep beside the first published machine with the same model, batch per
+    device and device count (the LeaderGPU tables)."""
+    out = []
+    for row in record.get("rows", []):
+        if row.get("status") != "ok":
+            out.append((name, f"{row['model']} batch {row['per_device_batch']} x{row['devices']}", row.get("status"),
+                        "-", "-", "-", stability))
+            continue
+        match = next(((ref["machine"], r) for ref in reference if ref.get("task") == "synthetic"
+                      for r in ref["rows"] if (r["model"], r["per_device_batch"], r["devices"], r["mode"])
+                      == (row["model"], row["per_device_batch"], row["devices"], row["mode"])
+                      and r.get("images_per_second")), (None, {}))
+        theirs = match[1].get("images_per_second")
+        out.append((name, f"{row['model']} batch {row['per_device_batch']} x{row['devices']}, images/s",
+                    number(row["images_per_second"], 1),
+                    f"{number(theirs, 1)} ({match[0]})" if theirs else "-",
+                    _ratio(row["images_per_second"], theirs), "-", stability))
+    return out
+
+
+def rows(steps: Sequence[tuple[str, dict | None, str]], reference: Sequence[dict]) -> list[tuple]:
+    """The verdict table's rows from (step name, its record or None, why it has none)."""
+    out = []
+    for name, record, reason in steps:
+        if record is None:
+            out.append((name, "-", f"no result: {reason}", "-", "-", "-", "-"))
+            continue
+        stability = (record.get("stability") or {}).get("verdict", "not checked")
+        if record.get("task") == "synthetic":
+            out += _sweep_rows(name, record, reference, stability)
+            continue
+        published = _published(reference, record)
+        out += _training_rows(name, record, published, stability)
+        out.append(_inference_row(name, record, published, stability))
+    return out
+
+
+def protocol_seconds(record: dict) -> float | None:
+    """What the study's protocol takes here: its epochs at this run's time per epoch, and its test images."""
+    epoch = wall_epoch_seconds(record["train"])
+    mean_ms, images = record["inference"].get("mean_ms"), record["inference"].get("images_timed") or 0
+    if not epoch:
+        return None
+    return epoch * ARTICLE_EPOCHS[record["task"]] + (mean_ms or 0) * images / 1000
+
+
+def cost_line(records: Sequence[dict], price_per_minute: float | None) -> str:
+    seconds = [protocol_seconds(r) for r in records if r.get("task") in ARTICLE_EPOCHS]
+    known = [s for s in seconds if s]
+    if not seconds:
+        return ""  # a sweep-only study: its cost is the sweep's table
+    if not known:
+        return "cost of the study's work here: - (no training step finished)"
+    total = sum(known)
+    priced = (f" = {price_per_minute * total / 60:.2f} at {price_per_minute:g} a minute" if price_per_minute
+              else " (give --price-per-minute to price it)")
+    missing = f"; {len(seconds) - len(known)} step(s) without a figure left out" if len(known) < len(seconds) else ""
+    return (f"cost of the study's work here (every model's full protocol at this machine's time per epoch and "
+            f"per image): {total / 60:.1f} min{priced}{missing}")
+
+
+def first_result_line(records: Sequence[dict]) -> str:
+    for record in records:
+        block = record.get("time_to_first_step") or {}
+        if block.get("seconds") is not None:
+            parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in (block.get("parts_seconds") or {}).items())
+            return f"time to first result: {block['seconds']:.1f} s to the first training step ({parts})"
+    return "time to first result: - (no step recorded it)"
+
+
+COST_HEAD = ("model", "best configuration here", "images/s", "time for 500000 images", "cost")
+
+
+def sweep_cost_rows(records: Sequence[dict], price_per_minute: float | None) -> list[tuple]:
+    """The LeaderGPU study's cost table from this machine's own sweep: per model its fastest configuration,
+    the time for the study's 500,000 images at that rate, and its cost at `price_per_minute` (the machine's
+    whole price: every device of it)."""
+    from l40sbench import cost
+
+    out = []
+    for record in records:
+        if record.get("task") != "synthetic":
+            continue
+        best: dict[str, dict] = {}
+        for row in record.get("rows", []):
+            if row.get("status") == "ok" and row.get("images_per_second"):
+                if row["model"] not in best or row["images_per_second"] > best[row["model"]]["images_per_second"]:
+                    best[row["model"]] = row
+        for model, row in best.items():
+            seconds = cost.REFERENCE_IMAGES / row["images_per_second"]
+            money = "-"
+            if price_per_minute:
+                priced = cost.price(model, cost.REFERENCE_IMAGES, row["images_per_second"],
+                                    cost.Offer("this machine", max(row["devices"], 1), price_per_minute))
+                money = f"{priced.cost:.2f} ({priced.rule})"
+            out.append((model, f"batch {row['per_device_batch']} x{row['devices']}", number(row["images_per_second"], 1),
+                        cost.duration(seconds), money))
+    return out

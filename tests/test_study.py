@@ -1,0 +1,123 @@
+"""`study`: the plan and its budget (pure), the plan printed without work, bad input, and a study killed with
+SIGKILL mid-step that --resume finishes running only the step it lacked."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from l40sbench.errors import UserError
+from l40sbench.study import plan as plans
+from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+
+CPU = plans.Machine(peak_gflops=220.0, gpu=False)
+GPU = plans.Machine(peak_gflops=60_000.0, gpu=True, devices=8)
+
+
+def test_the_l40s_plan_is_the_studys_protocol():
+    plan = plans.build("l40s", CPU)
+    assert [s.name for s in plan.steps] == ["classify-xception", "classify-inceptionv3", "classify-vgg19",
+                                            "detect-faster_rcnn_inception_v2", "detect-faster_rcnn_resnet50",
+                                            "detect-ssd_resnet50_fpn"]
+    xception = plan.steps[0].argv
+    assert xception[:8] == ("classify", "--base", "xception", "--image-size", "299", "--epochs", "10", "--batch-size")
+    assert plan.steps[3].argv[plan.steps[3].argv.index("--epochs") + 1] == "1"  # a CPU: 1 epoch, projected
+    assert "projected" in plan.steps[3].cut
+    on_gpu = plans.build("l40s", GPU)
+    assert on_gpu.steps[3].argv[on_gpu.steps[3].argv.index("--epochs") + 1] == "200" and not on_gpu.steps[3].cut
+    assert on_gpu.total_s < plan.total_s  # a faster peak, a shorter estimate
+    sweep = plans.build("leadergpu", GPU).steps[0].argv
+    assert sweep[sweep.index("--devices") + 1] == "1,8" and "resnet152" in sweep[sweep.index("--models") + 1]
+    assert [s.task for s in plans.build("all", CPU, with_detect=False).steps] == ["classify"] * 3 + ["synthetic"]
+
+
+def test_a_budget_cuts_the_detectors_epochs_first_and_refuses_what_cannot_fit():
+    plan = plans.build("l40s", GPU)
+    budget = 0.5 * plan.total_s
+    fitted = plans.fit(plan, budget, GPU)
+    assert fitted.total_s <= budget
+    epochs = {s.name: s.epochs for s in fitted.steps}
+    assert all(epochs[f"classify-{b}"] == 10 for b in plans.CLASSIFY)  # the classifiers untouched
+    assert min(epochs[f"detect-{b}"] for b in plans.DETECT) < 200 and fitted.cuts
+    assert all("projected" in s.cut for s in fitted.steps if s.task == "detect" and s.epochs < 200)
+    assert plans.fit(plan, 10 * plan.total_s, GPU) == plan
+    with pytest.raises(UserError, match="the smallest l40s plan"):
+        plans.fit(plan, 60, GPU)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("45m", 2700), ("1h30m", 5400), ("900s", 900), ("2h", 7200)])
+def test_budgets_parse(text, seconds):
+    assert plans.parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["study", "mlperf", "--plan"], "unknown study 'mlperf'"),
+    (["study", "l40s", "--plan", "--budget", "0m"], "--budget must be above 0"),
+    (["study", "l40s", "--plan", "--budget", "soon"], "--budget takes a duration"),
+    (["study", "l40s", "--plan", "--only", "detect-yolo"], "--only: no step detect-yolo"),
+    (["study", "l40s", "--resume", REPO / "tests"], "is not a study folder"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, fragment):
+    assert_one_line_exit_2(run_cli(*args), fragment)
+
+
+def test_plan_prints_every_step_and_the_total_and_runs_nothing(tmp_path):
+    result = run_cli("study", "all", "--plan", "--output-dir", tmp_path / "study")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("plan: study all, 7 step(s), about ") and "in all" in lines[0]
+    assert sum(line.startswith(("  1. ", "  7. ")) for line in lines) == 2
+    assert "l40sbench classify --base xception --image-size 299 --epochs 10 --batch-size 16" in result.stdout
+    assert not (tmp_path / "study").exists()
+
+
+def _wait_for(condition, timeout=600):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.5)
+
+
+def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
+    root = tmp_path / "study"
+    steps = "classify-vgg19,classify-xception"
+    study = subprocess.Popen([sys.executable, "-m", "l40sbench", "study", "l40s", "--quick", "--only", steps,
+                              "--output-dir", str(root)], cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    first, second = root / "01-classify-xception", root / "02-classify-vgg19"  # in the plan's order
+    try:
+        _wait_for(lambda: (second / "log.txt").exists() or study.poll() is not None)
+        assert study.poll() is None, study.communicate()
+        os.killpg(study.pid, signal.SIGKILL)  # the study and its running step, at once
+    finally:
+        study.wait()
+    finished = json.loads((first / "result.json").read_text())
+    assert finished["complete"] is True
+    before = (first / "result.json").stat().st_mtime_ns
+    resumed = run_cli("study", "l40s", "--quick", "--resume", root)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "study [1/2] classify-xception: done earlier" in resumed.stderr
+    assert "study [2/2] classify-vgg19: ok" in resumed.stderr
+    assert (first / "result.json").stat().st_mtime_ns == before  # the finished step was not run again
+    assert json.loads((second / "result.json").read_text())["complete"] is True
+    state = json.loads((root / "study.json").read_text())
+    assert [s["status"] for s in state["steps"]] == ["done earlier", "ok"]
+    report = (root / "report.md").read_text()
+    assert "| classify-vgg19" in report and "time per epoch, s" in report and "x " in report
+    assert "time to first result:" in report and (root / "report" / "report.md").exists()
+    assert "cost of the study's work here" in resumed.stdout
+
+
+def test_the_leadergpu_study_quick_gives_the_sweep_beside_the_tables_and_its_cost_rows(tmp_path):
+    result = run_cli("study", "leadergpu", "--quick", "--price-per-minute", "0.03", "--output-dir", tmp_path / "s")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert "| synthetic-leadergpu | lenet batch 4 x1, images/s" in report
+    assert "The LeaderGPU study's cost table from this machine's sweep:" in report
+    assert "| alexnet | batch 4 x1" in report and "billed per second" in report
+    assert "--quick: tiny sizes" in report and (tmp_path / "s" / "report" / "report.md").exists()
+    assert "| lenet" in result.stdout  # the verdict prints in the terminal too
