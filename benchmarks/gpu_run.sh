@@ -90,6 +90,11 @@ for folder in sys.argv[1:]:
         print(f"{Path(folder).name}: {energy_line(record['telemetry'])}")
     print(f"{Path(folder).name}: {stability_line(record.get('stability'))}")
 PY
+# `study`'s plan on this backend and machine (its peak is the one kept above; nothing runs): what a user of the
+# rented machine would run next, and a check that the plan reads the GPU and its device count.
+log "study all --plan on $backend ..."
+l40sbench study all --backend "$backend" --plan >"$out/study-plan.txt"
+cat "$out/study-plan.txt" >&2
 l40sbench report "${results[@]}" l40s leadergpu-2017 --out "$out/report" >&2
 cat "$out/report/report.md"
 log "results: $out (report: $out/report/report.md)"

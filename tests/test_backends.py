@@ -128,6 +128,13 @@ def test_xla_counts_vgg16_at_224_px_as_published():
     assert 0.95 * 2 * 15.47 <= gflops <= 2 * 15.47
 
 
+def test_gpu_run_prints_the_study_plan_for_its_backend(gpu_run):
+    out, _, _ = gpu_run
+    plan = (out / "study-plan.txt").read_text()
+    assert plan.startswith("plan: study all, 4 step(s)")  # detection needs TensorFlow: left out on jax
+    assert "l40sbench classify --base xception --image-size 299" in plan and "synthetic-leadergpu" in plan
+
+
 def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
     """gpu_run.sh names OUT/peak.json for its runs: jax's peak is kept beside it, measured once for all."""
     out, _, _ = gpu_run

@@ -37,6 +37,7 @@ def test_every_runtime_agrees_with_tf_on_a_tiny_classify_run(every_runtime):
     for name, row in rows.items():
         assert row["status"] == "ok", (name, row["reason"])
         assert row["precision"] == "fp32" and row["threads"] >= 1 and row["version"]
+        assert row["device"] == "CPU", name  # every row names where it ran (no GPU here)
         assert len(row["inference"]["times_ms"]) == timed and row["inference"]["mean_ms"] > 0
         assert row["accuracy"]["agreement_with_tf"] == 1.0, name  # the same fixed-seed model on the same images
         assert row["accuracy"]["test_accuracy"] == pytest.approx(result["accuracy"]["test_accuracy"])
@@ -199,3 +200,31 @@ def test_detection_on_every_runtime_each_row_ok_or_saying_why(tiny_runs, tmp_pat
             assert accuracy["matched_share"] > 0.95 and accuracy["mean_iou_vs_tf"] > 0.95, name
             assert accuracy["mean_score_diff_vs_tf"] < 1e-3, name
     assert rows["tf"]["status"] == "ok" and rows["litert"]["status"] == "ok"
+
+
+def test_a_ratio_to_tf_is_drawn_only_between_rows_on_one_kind_of_device():
+    """On a GPU machine tf runs on the GPU and the other runtimes on the CPU: "vs tf" would compare devices."""
+    from l40sbench.core.results import InferenceResult, RuntimeResult
+    from l40sbench.report.tables import runtime_cells
+    from l40sbench.runtimes.measure import describe
+
+    def row(name, device, ms):
+        return {"runtime": name, "status": "ok", "device": device, "precision": "fp32", "threads": 2,
+                "inference": {"mean_ms": ms, "p50_ms": ms, "images_per_second": 1000 / ms}, "accuracy": {}}
+
+    record = {"task": "classify", "inference": {"runtimes": [row("tf", "GPU", 2.0), row("onnxruntime", "CPU", 10.0),
+                                                             row("savedmodel", "GPU", 4.0), row("litert", "", 8.0)]}}
+    headers, lines, _ = runtime_cells(record)
+    vs_tf = {line[0]: line[headers.index("vs tf")] for line in lines}
+    assert vs_tf == {"tf": "1.00x", "savedmodel": "0.50x", "onnxruntime": "-", "litert": "0.25x"}  # "": an older record
+    assert {line[0]: line[headers.index("device")] for line in lines}["onnxruntime"] == "CPU"
+
+    def result(name, device, ms):
+        inference = InferenceResult(batch_size=1, warmup_excluded=1, images_timed=3, mean_ms=ms,
+                                    images_per_second=1000 / ms, p50_ms=ms, p90_ms=ms, p99_ms=ms, min_ms=ms,
+                                    max_ms=ms, std_ms=0.0)
+        return RuntimeResult(runtime=name, status="ok", precision="fp32", threads=2, device=device, inference=inference)
+
+    line = describe(result("onnxruntime", "CPU", 10.0), result("tf", "GPU", 2.0))
+    assert "no ratio across devices" in line and "x tf" not in line
+    assert "(5.00x tf)" in describe(result("onnxruntime", "CPU", 10.0), result("tf", "CPU", 50.0))

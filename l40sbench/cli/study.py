@@ -56,18 +56,17 @@ def _machine(peak_file: Path, backend: str):
     """This machine's float32 peak (measured once, kept in `peak_file` for every step, unless
     $L40SBENCH_PEAK_FILE names a kept one already) and its GPUs."""
     from l40sbench.peak.cache import PEAK_FILE_VARIABLE
+    from l40sbench.peak.cache import peak_file as backend_file
     from l40sbench.study.plan import Machine
 
     peak_file = Path(os.environ.get(PEAK_FILE_VARIABLE) or peak_file)
-    if not peak_file.exists():
+    if not backend_file(peak_file, backend).exists():
         log(f"measuring this machine's peak on {backend} for the plan's estimates ...")
         env = {**os.environ, "L40SBENCH_PEAK_FILE": str(peak_file), "KERAS_BACKEND": backend}
         done = subprocess.run([sys.executable, "-m", "l40sbench.peak"], capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise UserError(f"cannot measure this machine's peak on {backend}: "
                             f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    from l40sbench.peak.cache import peak_file as backend_file
-
     peak = json.loads(backend_file(peak_file, backend).read_text())
     gpu = peak.get("device_kind") == "GPU"
     return Machine(peak["matmul"]["float32"]["gflops"], gpu, _gpu_count() if gpu else 1)

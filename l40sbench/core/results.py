@@ -131,9 +131,8 @@ RUNTIME_STATUSES = ("ok", "accuracy-mismatch", "unsupported-precision", "not-ins
 class RuntimeResult:
     """The fine-tuned model on one inference runtime: export, precision, latency, accuracy against tf.
 
-    `status` is one of RUNTIME_STATUSES; `reason` is the first line of why it is not "ok". `precision`
-    is what the runtime reported it computes in, which may differ from `precision_requested`.
-    """
+    `status` is one of RUNTIME_STATUSES; `reason` is the first line of why it is not "ok". `precision` is what
+    the runtime reported it computes in, which may differ from `precision_requested`; `device` where."""
 
     runtime: str
     status: str
@@ -150,6 +149,7 @@ class RuntimeResult:
     load_seconds: float | None = None
     inference: InferenceResult | None = None
     accuracy: dict = field(default_factory=dict)
+    device: str = ""  # CPU or GPU ("" in records written before rows named it)
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,8 @@ def _runtime_section(task: str, index: int, label: str, record: dict, out: Path)
     title = f"{record['base']} — {label}"
     parts = [f"### Inference by runtime: {title}", "",
              "Batch 1, fastest first. The precision column is what each runtime reported it runs, with what it "
-             "was asked for where that differs; tf runs the precision the model was trained in.", "",
+             "was asked for where that differs; tf runs the precision the model was trained in. The device "
+             "column says where each ran; vs tf is drawn only between rows on one kind of device.", "",
              markdown_table(headers, body), ""]
     parts += [f"- {reason}" for reason in reasons] + ([""] if reasons else [])
     timed = [r for r in runtime_rows(record) if (r.get("inference") or {}).get("times_ms")]

@@ -215,20 +215,24 @@ def _runtime_precision(row: dict) -> str:
     return effective if not asked or asked == effective else f"{effective} (asked {asked})"
 
 
-RUNTIME_HEADERS = ("runtime", "status", "precision", "threads", "size MB", "export s", "mean ms", "± 95 %", "p50 ms",
-                   "p99 ms", "images/s", "vs tf")
+RUNTIME_HEADERS = ("runtime", "status", "device", "precision", "threads", "size MB", "export s", "mean ms", "± 95 %",
+                   "p50 ms", "p99 ms", "images/s", "vs tf")
 
 
 def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]]:
-    """(headers, one row per runtime fastest first with its ratio to tf, the reasons of rows not ok)."""
+    """(headers, one row per runtime fastest first with its ratio to tf where both ran on one kind of device,
+    the reasons of rows not ok)."""
+    from l40sbench.runtimes.measure import same_device
+
     rows = runtime_rows(result)
-    tf_ms = next((r["inference"]["mean_ms"] for r in rows if r["runtime"] == "tf" and r.get("inference")), None)
+    tf = next((r for r in rows if r["runtime"] == "tf" and (r.get("inference") or {}).get("mean_ms")), None)
     lines = []
     for r in rows:
         inf = r.get("inference") or {}
         accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
-        speedup = tf_ms / inf["mean_ms"] if tf_ms and inf.get("mean_ms") else None
-        lines.append((r["runtime"], r["status"], _runtime_precision(r), r.get("threads") or "-",
+        comparable = tf is not None and inf.get("mean_ms") and same_device(r, tf)
+        speedup = tf["inference"]["mean_ms"] / inf["mean_ms"] if comparable else None
+        lines.append((r["runtime"], r["status"], r.get("device") or "-", _runtime_precision(r), r.get("threads") or "-",
                       number(r.get("size_mb"), 1), number(r.get("export_seconds"), 1), number(inf.get("mean_ms")),
                       spread(inf.get("interval_ms")),
                       number(inf.get("p50_ms")), p99(inf), number(inf.get("images_per_second")),

@@ -47,7 +47,8 @@ def run(request: dict) -> dict:
     stats = probe_latency(lambda image: outputs.append(loaded.call(image)), images, warmup=request["warmup"])
     np.savez(request["outputs"], **stack_outputs(outputs))
     return {"stats": dataclasses.asdict(stats), "precision": loaded.precision, "threads": loaded.threads,
-            "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds}
+            "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds,
+            "device": loaded.device}
 
 
 def main(argv: list[str]) -> int:

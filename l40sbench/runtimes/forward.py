@@ -33,6 +33,14 @@ class LoadedModel:
     threads: int
     version: str
     settings: dict = field(default_factory=dict)
+    device: str = "CPU"  # where the runtime computes: CPU or GPU (a row's ratio is drawn only on one device)
+
+
+def tf_device_kind() -> str:
+    """Where TensorFlow places a model's ops in this process: GPU where one is visible."""
+    import tensorflow as tf
+
+    return "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
 
 
 def load_tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:
@@ -55,7 +63,8 @@ def load_tf(path: Path, precision: str, threads: int, file_precision: str, xla: 
 
     intra = tf.config.threading.get_intra_op_parallelism_threads()
     return LoadedModel(call, file_precision, intra or threads, tf.__version__,
-                  {"compile": "tf.function" + (" (XLA)" if xla else ""), "intra_op_threads": intra})
+                       {"compile": "tf.function" + (" (XLA)" if xla else ""), "intra_op_threads": intra},
+                       tf_device_kind())
 
 
 def _tf_threads(threads: int) -> None:
@@ -78,8 +87,8 @@ def load_savedmodel(path: Path, precision: str, threads: int, file_precision: st
     def call(image: np.ndarray) -> dict:
         return {key: value.numpy() for key, value in signature(**{name: tf.convert_to_tensor(image)}).items()}
 
-    return LoadedModel(call, file_precision, intra or threads, tf.__version__, {"signature": "serving_default",
-                                                                          "intra_op_threads": intra})
+    return LoadedModel(call, file_precision, intra or threads, tf.__version__,
+                       {"signature": "serving_default", "intra_op_threads": intra}, tf_device_kind())
 
 
 def load_onnxruntime(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:

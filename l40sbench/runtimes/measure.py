@@ -117,7 +117,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
         effective = f"{effective} (graph trained {workload.trained_precision}, its casts exported)"
     return RuntimeResult(**base, status=status, reason=reason, version=timing["version"],
                          precision=effective, threads=timing["threads"], settings=timing["settings"],
-                         load_seconds=timing["load_seconds"],
+                         load_seconds=timing["load_seconds"], device=timing.get("device", ""),
                          inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
                          accuracy=accuracy)
 
@@ -151,6 +151,7 @@ def tf_row(inference: InferenceResult, artifact: Path, exporter: str, precision:
     import tensorflow as tf
 
     from l40sbench.runtimes.export import size_mb
+    from l40sbench.runtimes.forward import tf_device_kind
 
     intra = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, one per core
     return RuntimeResult(
@@ -158,7 +159,17 @@ def tf_row(inference: InferenceResult, artifact: Path, exporter: str, precision:
         size_mb=size_mb(artifact) if artifact.exists() else None, precision_requested=precision,
         precision=precision, threads=intra or threads(),
         settings={"compile": compile_mode, "intra_op_threads": intra}, inference=inference, accuracy=accuracy,
+        device=tf_device_kind(),
     )
+
+
+def same_device(row, reference) -> bool:
+    """Whether two rows (RuntimeResult or record dicts) ran on one kind of device: a ratio between a GPU row
+    and a CPU row compares devices, not runtimes. Rows that name no device (older records) count as one."""
+    def kind(r):
+        return r.get("device", "") if isinstance(r, dict) else r.device
+
+    return not kind(row) or not kind(reference) or kind(row) == kind(reference)
 
 
 def describe(row: RuntimeResult, reference: RuntimeResult | None = None) -> str:
@@ -166,8 +177,10 @@ def describe(row: RuntimeResult, reference: RuntimeResult | None = None) -> str:
     if row.inference is None or row.inference.mean_ms is None:
         return f"runtime {row.runtime}: {row.status}: {row.reason}"
     ratio = ""
-    if reference is not None and reference.inference and reference.inference.mean_ms:
+    if reference is not None and not same_device(row, reference):
+        ratio = f" (on {row.device}, tf on {reference.device}: no ratio across devices)"
+    elif reference is not None and reference.inference and reference.inference.mean_ms:
         ratio = f" ({reference.inference.mean_ms / row.inference.mean_ms:.2f}x tf)"
     status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
     return (f"runtime {row.runtime}: {status}, {row.precision}, {row.inference.mean_ms:.2f} ms/image{ratio}, "
-            f"{row.threads} threads")
+            f"{row.threads} threads" + (f", {row.device}" if row.device else ""))
