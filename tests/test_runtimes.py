@@ -228,3 +228,26 @@ def test_a_ratio_to_tf_is_drawn_only_between_rows_on_one_kind_of_device():
     line = describe(result("onnxruntime", "CPU", 10.0), result("tf", "GPU", 2.0))
     assert "no ratio across devices" in line and "x tf" not in line
     assert "(5.00x tf)" in describe(result("onnxruntime", "CPU", 10.0), result("tf", "CPU", 50.0))
+
+
+def test_on_a_gpu_tf_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_reference(tmp_path, capsys, monkeypatch):
+    """Where tf's own row ran on a GPU (made to read so here: the parent's placement), tf runs again in a child
+    with CUDA_VISIBLE_DEVICES=-1, and the CPU runtimes' ratio is drawn against that row, not the GPU's."""
+    from l40sbench.report.tables import runtime_cells
+    from l40sbench.runtimes import forward
+
+    monkeypatch.setattr(forward, "tf_device_kind", lambda: "GPU")
+    out = tmp_path / "run"
+    assert cli.main(["classify", *TINY, "--runtimes", "onnxruntime", "--output-dir", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    rows = _rows(result)
+    assert list(rows) == ["tf", "tf-cpu", "onnxruntime"]
+    assert [rows[name]["device"] for name in rows] == ["GPU", "CPU", "CPU"]
+    cpu_tf = rows["tf-cpu"]
+    assert cpu_tf["status"] == "ok" and cpu_tf["settings"]["gpus_hidden"] is True
+    assert cpu_tf["accuracy"]["agreement_with_tf"] == 1.0 and cpu_tf["artifact"] == rows["tf"]["artifact"]
+    headers, lines, _ = runtime_cells(result)
+    vs_tf = {line[0]: line[headers.index("vs tf")] for line in lines}
+    expected = cpu_tf["inference"]["mean_ms"] / rows["onnxruntime"]["inference"]["mean_ms"]
+    assert vs_tf["onnxruntime"] == f"{expected:.2f}x" and vs_tf["tf-cpu"] == "1.00x"
+    assert "runtime tf-cpu: tf again in a child with the GPUs hidden" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
         call complete: false).
     """
     from l40sbench.runtimes.measure import measure_runtimes
-    from l40sbench.runtimes.registry import resolve
+    from l40sbench.runtimes.registry import RUNTIMES, resolve
 
     runtimes = resolve(names)
     record = read_run(run_dir)
@@ -110,7 +110,7 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
         from l40sbench.loadgen.scenarios import run_scenarios
 
         # LoadGen runs on the runtimes asked for (tf only when named, or with all): tf's row is the reference.
-        asked = tuple(row for row in rows if row.runtime in names or "all" in names)
+        asked = tuple(row for row in rows if (row.runtime in names or "all" in names) and row.runtime in RUNTIMES.names())
         run_scenarios(asked, load, record, work.images, run_dir, log, lambda entries: save(updated(entries=entries)),
                       score=work.score)
     call["complete"] = True

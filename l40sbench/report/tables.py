@@ -222,16 +222,16 @@ RUNTIME_HEADERS = ("runtime", "status", "device", "precision", "threads", "size 
 def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]]:
     """(headers, one row per runtime fastest first with its ratio to tf where both ran on one kind of device,
     the reasons of rows not ok)."""
-    from l40sbench.runtimes.measure import same_device
+    from l40sbench.runtimes.measure import reference_for
 
     rows = runtime_rows(result)
-    tf = next((r for r in rows if r["runtime"] == "tf" and (r.get("inference") or {}).get("mean_ms")), None)
+    timed = [r for r in rows if (r.get("inference") or {}).get("mean_ms")]
     lines = []
     for r in rows:
         inf = r.get("inference") or {}
         accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
-        comparable = tf is not None and inf.get("mean_ms") and same_device(r, tf)
-        speedup = tf["inference"]["mean_ms"] / inf["mean_ms"] if comparable else None
+        tf = reference_for(r, timed)  # tf, or tf with the GPUs hidden for a CPU row on a GPU machine
+        speedup = tf["inference"]["mean_ms"] / inf["mean_ms"] if tf is not None and inf.get("mean_ms") else None
         lines.append((r["runtime"], r["status"], r.get("device") or "-", _runtime_precision(r), r.get("threads") or "-",
                       number(r.get("size_mb"), 1), number(r.get("export_seconds"), 1), number(inf.get("mean_ms")),
                       spread(inf.get("interval_ms")),

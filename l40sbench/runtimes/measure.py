@@ -25,6 +25,7 @@ from l40sbench.runtimes.export import Artifact
 from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
 
 CHILD_TIMEOUT_S = 1800.0
+CPU_REFERENCE = "tf-cpu"  # tf again with the GPUs hidden: on a GPU machine, the CPU rows' reference
 
 
 @dataclass(frozen=True)
@@ -92,18 +93,10 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
                 size_mb=artifact.size_mb)
     log(f"runtime {runtime}: exported in {artifact.export_seconds:.1f} s ({artifact.size_mb:.1f} MB); timing "
         f"{len(workload.images)} images one at a time in a child process, first {workload.warmup} excluded ...")
-    request = {"runtime": runtime, "artifact": str(artifact.path), "file_precision": artifact.precision,
-               "precision": precision, "threads": threads(), "inputs": str(inputs),
-               "outputs": str(folder / "outputs.npz"), "result": str(folder / "timing.json"),
-               "warmup": workload.warmup}
-    (folder / "request.json").write_text(json.dumps(request, indent=2))
-    outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
-                        timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None)
-    if outcome.returncode != 0:
-        return RuntimeResult(**base, status="failed", reason=crash_reason(runtime, outcome))
-    timing = json.loads((folder / "timing.json").read_text())
-    with np.load(folder / "outputs.npz") as archive:
-        outputs = {name: archive[name] for name in archive.files}
+    timing, outputs, failure = _time_in_child(runtime, str(artifact.path), artifact.precision, precision,
+                                              workload.warmup, folder, inputs)
+    if failure:
+        return RuntimeResult(**base, status="failed", reason=failure)
     stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
     accuracy = workload.score(outputs)
     status, reason = "ok", ""
@@ -122,10 +115,47 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
                          accuracy=accuracy)
 
 
+def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: str, warmup: int, folder: Path,
+                   inputs: Path, env: dict | None = None) -> tuple[dict | None, dict | None, str]:
+    """(the child's timing, its outputs, "") for one runtime timed in a child; (None, None, why) if it failed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    request = {"runtime": runtime, "artifact": artifact, "file_precision": file_precision, "precision": precision,
+               "threads": threads(), "inputs": str(inputs), "outputs": str(folder / "outputs.npz"),
+               "result": str(folder / "timing.json"), "warmup": warmup}
+    (folder / "request.json").write_text(json.dumps(request, indent=2))
+    outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
+                        timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None, env=env)
+    if outcome.returncode != 0:
+        return None, None, crash_reason(runtime, outcome)
+    with np.load(folder / "outputs.npz") as archive:
+        outputs = {name: archive[name] for name in archive.files}
+    return json.loads((folder / "timing.json").read_text()), outputs, ""
+
+
+def cpu_reference(reference: RuntimeResult, workload: Workload, folder: Path, inputs: Path, log: Log) -> RuntimeResult:
+    """tf timed again in a child with every GPU hidden (CUDA_VISIBLE_DEVICES=-1): where tf's own row ran on a
+    GPU, the reference of the rows that run on the CPU (a ratio across devices compares devices)."""
+    log(f"runtime {CPU_REFERENCE}: tf again in a child with the GPUs hidden, the CPU rows' reference ...")
+    base = {"runtime": CPU_REFERENCE, "precision_requested": reference.precision_requested,
+            "exporter": reference.exporter, "artifact": reference.artifact, "size_mb": reference.size_mb}
+    timing, outputs, failure = _time_in_child(REFERENCE, reference.artifact, reference.precision,
+                                              reference.precision_requested, workload.warmup, folder, inputs,
+                                              env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
+    if failure:
+        return RuntimeResult(**base, status="failed", reason=failure)
+    stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
+    return RuntimeResult(**base, status="ok", version=timing["version"], precision=timing["precision"],
+                         threads=timing["threads"], settings={**timing["settings"], "gpus_hidden": True},
+                         load_seconds=timing["load_seconds"], device=timing.get("device", ""),
+                         inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
+                         accuracy=workload.score(outputs))
+
+
 def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str, out_dir: Path,
                      reference: RuntimeResult, log: Log,
                      on_row: Callable[[tuple[RuntimeResult, ...]], None]) -> tuple[RuntimeResult, ...]:
-    """The reference row, then one row per other runtime in `names`; on_row(rows so far) after each."""
+    """The reference row (and where it ran on a GPU, cpu_reference's), then one row per other runtime in `names`;
+    on_row(rows so far) after each."""
     rows = (reference,)
     on_row(rows)
     others = [name for name in names if name != REFERENCE]
@@ -135,9 +165,12 @@ def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str,
     inputs = out_dir / "inputs.npz"  # decoded once; every child reads the same arrays
     write_images(inputs, workload.images)
     try:
+        if reference.device == "GPU":
+            rows += (cpu_reference(reference, workload, out_dir / CPU_REFERENCE, inputs, log),)
+            on_row(rows)
         for name in others:
             row = measure_one(name, workload, precision, out_dir / name, inputs, reference.accuracy, log)
-            log(describe(row, reference))
+            log(describe(row, reference_for(row, rows)))
             rows += (row,)
             on_row(rows)
     finally:
@@ -161,6 +194,16 @@ def tf_row(inference: InferenceResult, artifact: Path, exporter: str, precision:
         settings={"compile": compile_mode, "intra_op_threads": intra}, inference=inference, accuracy=accuracy,
         device=tf_device_kind(),
     )
+
+
+def reference_for(row, rows):
+    """The reference a row's ratio is drawn against: tf's own row, or tf with the GPUs hidden, whichever ran on
+    the row's kind of device (None where neither did)."""
+    def name(r):
+        return r["runtime"] if isinstance(r, dict) else r.runtime
+
+    candidates = [r for r in rows if name(r) in (REFERENCE, CPU_REFERENCE)]
+    return next((r for r in candidates if same_device(row, r)), None)
 
 
 def same_device(row, reference) -> bool:
