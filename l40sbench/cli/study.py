@@ -96,8 +96,7 @@ def run(args) -> int:
     from l40sbench.study import plan as plans
     from l40sbench.study.run import KIND, read_state
 
-    if args.study not in (*plans.STUDIES, "all"):
-        raise UserError(f"unknown study {args.study!r}: choose from {', '.join(plans.STUDIES)}, all")
+    plans.check_study(args.study)  # before a resume folder is read or a peak measured
     budget = plans.parse_budget(args.budget) if args.budget is not None else None
     if args.price_per_minute is not None and args.price_per_minute <= 0:
         raise UserError(f"--price-per-minute must be above 0. Received: {args.price_per_minute:g}")

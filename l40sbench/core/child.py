@@ -48,7 +48,12 @@ def first_line(text: object) -> str:
 
 def error_line(outcome: Outcome) -> str | None:
     """The error a child died of: its last 'SomethingError: ...' line on stderr, None when it printed none."""
-    lines = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
+    return last_error(outcome.stderr)
+
+
+def last_error(text: str) -> str | None:
+    """The last 'SomethingError: ...' line of a process's output, None when it printed none."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if "Error" in line.split(":", 1)[0]]
     return first_line(errors[-1]) if errors else None
 

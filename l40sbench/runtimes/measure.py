@@ -97,7 +97,6 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
                                               workload.warmup, folder, inputs)
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
-    stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
     accuracy = workload.score(outputs)
     status, reason = "ok", ""
     expected = precision if artifact.precision == "fp32" else artifact.precision  # LiteRT's file fixes its own
@@ -111,13 +110,13 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     return RuntimeResult(**base, status=status, reason=reason, version=timing["version"],
                          precision=effective, threads=timing["threads"], settings=timing["settings"],
                          load_seconds=timing["load_seconds"], device=timing.get("device", ""),
-                         inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
-                         accuracy=accuracy)
+                         inference=timing["inference"], accuracy=accuracy)
 
 
 def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: str, warmup: int, folder: Path,
                    inputs: Path, env: dict | None = None) -> tuple[dict | None, dict | None, str]:
-    """(the child's timing, its outputs, "") for one runtime timed in a child; (None, None, why) if it failed."""
+    """(the child's timing, its outputs, "") for one runtime timed in a child, the timing's `inference` an
+    InferenceResult of its stats; (None, None, why) if it failed."""
     folder.mkdir(parents=True, exist_ok=True)
     request = {"runtime": runtime, "artifact": artifact, "file_precision": file_precision, "precision": precision,
                "threads": threads(), "inputs": str(inputs), "outputs": str(folder / "outputs.npz"),
@@ -129,7 +128,9 @@ def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: 
         return None, None, crash_reason(runtime, outcome)
     with np.load(folder / "outputs.npz") as archive:
         outputs = {name: archive[name] for name in archive.files}
-    return json.loads((folder / "timing.json").read_text()), outputs, ""
+    timing = json.loads((folder / "timing.json").read_text())
+    stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
+    return {**timing, "inference": InferenceResult.from_stats(stats, warmup=warmup, batch_size=1)}, outputs, ""
 
 
 def cpu_reference(reference: RuntimeResult, workload: Workload, folder: Path, inputs: Path, log: Log) -> RuntimeResult:
@@ -143,12 +144,10 @@ def cpu_reference(reference: RuntimeResult, workload: Workload, folder: Path, in
                                               env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
-    stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
     return RuntimeResult(**base, status="ok", version=timing["version"], precision=timing["precision"],
                          threads=timing["threads"], settings={**timing["settings"], "gpus_hidden": True},
                          load_seconds=timing["load_seconds"], device=timing.get("device", ""),
-                         inference=InferenceResult.from_stats(stats, warmup=workload.warmup, batch_size=1),
-                         accuracy=workload.score(outputs))
+                         inference=timing["inference"], accuracy=workload.score(outputs))
 
 
 def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str, out_dir: Path,

@@ -158,11 +158,16 @@ def _sweep_step(quick: bool, machine: Machine, steps: int | None = None,
     return Step("synthetic-leadergpu", "synthetic", argv, estimate, None, cut)
 
 
+def check_study(study: str) -> None:
+    """Raises UserError unless `study` names a study (or all)."""
+    if study not in (*STUDIES, "all"):
+        raise UserError(f"unknown study {study!r}: choose from {', '.join(STUDIES)}, all")
+
+
 def build(study: str, machine: Machine, *, quick: bool = False, data_classify: str | None = None,
           data_detect: str | None = None, with_detect: bool = True) -> Plan:
     """The study's steps in the order they run (`all`: the L40S study's, then LeaderGPU's)."""
-    if study not in (*STUDIES, "all"):
-        raise UserError(f"unknown study {study!r}: choose from {', '.join(STUDIES)}, all")
+    check_study(study)
     steps: list[Step] = []
     if study in ("l40s", "all"):
         steps += [_classify_step(base, quick, data_classify, machine) for base in CLASSIFY]

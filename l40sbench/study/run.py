@@ -59,9 +59,13 @@ def read_state(root: Path) -> dict:
 
 
 def _last_error(log: Path) -> str:
-    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()] if log.exists() else []
-    errors = [line for line in lines if line.startswith(("error:", "l40sbench: error")) or "Error" in line.split(":", 1)[0]]
-    return (errors or lines or ["no output"])[-1][:300]
+    """Why a step failed: the CLI's own one-line error, else the last exception line, else its last line."""
+    from l40sbench.core.child import first_line, last_error
+
+    text = log.read_text(errors="replace") if log.exists() else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    users = [line for line in lines if line.startswith(("error:", "l40sbench: error"))]
+    return first_line(users[-1]) if users else last_error(text) or first_line(lines[-1] if lines else "no output")
 
 
 def eta_seconds(plan: Plan, outcomes: list[Outcome], index: int) -> float:
