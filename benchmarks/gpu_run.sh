@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# The study's protocol on a GPU machine that has JAX or PyTorch and no TensorFlow (README.md, "On a GPU machine").
+# The studies on a GPU machine that has JAX or PyTorch and no TensorFlow (README.md, "On a GPU machine"): the
+# product's own `study all` on that backend, which runs the L40S study's classification and the LeaderGPU grid
+# (detection needs TensorFlow: the study leaves it out and says so), cut to fit BUDGET (default 8m: what a
+# GPU session of 15 device minutes can spend on it).
 #
 #   benchmarks/gpu_run.sh [OUT_DIR]
 #
-# Runs, on the first Keras backend this Python can import (jax, else torch; BACKEND=jax|torch to choose):
-#   - classify for xception, inceptionv3 and vgg19: the article's 10 epochs, batch 16, each base's native
-#     size, the stand-in's 140 test images one at a time (139 timed); random weights (--weights none: the
-#     machine has no network, and speed does not depend on the weights);
-#   - a short synthetic sweep: resnet50, inceptionv3 and vgg16 at batch 32 and 64 per device, one device,
-#     fp32 then mixed_bfloat16;
-# then writes OUT_DIR/report/report.md beside the L40S and LeaderGPU studies' rows and prints it.
-# Every result stays under OUT_DIR (default: results/gpu-run-<UTC stamp>).
+# On the first Keras backend this Python can import (jax, else torch; BACKEND=jax|torch to choose), it runs
+#   l40sbench study all --backend BACKEND --budget BUDGET --output-dir OUT_DIR
+# then prints each step's energy and stability lines (NVML's figures need nvidia-ml-py: put its wheel in WHEELS).
+# The study's plan, its summary beside the published rows and OUT_DIR/report.md are the study's own
+# (docs/study.md). Every result stays under OUT_DIR (default: results/gpu-run-<UTC stamp>).
 #
 # Nothing is fetched from the network. l40sbench runs from this checkout (PYTHONPATH), not installed, so
 # TensorFlow, which its install pulls, is never needed. WHEELS=DIR installs the wheels in DIR first (keras,
 # namex and optree, say), with pip --no-index, into OUT_DIR/site. PYTHON picks the interpreter (default
-# python3). GPU_RUN_TINY=1 shrinks everything to a CPU-sized check of the script itself (tests use it).
+# python3). GPU_RUN_TINY=1 runs the study's --quick check of its classification step for vgg19 and its sweep
+# instead, a CPU-sized check of the script itself (tests use it).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/results/gpu-run-$(date -u +%Y%m%dT%H%M%SZ)}"
@@ -49,34 +50,17 @@ export KERAS_BACKEND="$backend"
 export L40SBENCH_PEAK_FILE="$out/peak.json"  # one peak for every run of this script
 log "backend $backend; results in $out"
 
+study=(study all --backend "$backend" --output-dir "$out")
 if [ "${GPU_RUN_TINY:-}" = "1" ]; then
-  bases=("vgg19 32")  # tests/conftest.py's tiny vgg19 run, which the tests set this one beside
-  classify_flags=(--epochs 3 --batch-size 4 --limit 8)
-  sweep_flags=(--models lenet --batch-sizes 4 --warmup-steps 1 --steps 2)
+  study+=(--quick --only classify-vgg19,synthetic-leadergpu)
 else
-  bases=("xception 299" "inceptionv3 299" "vgg19 224")
-  classify_flags=(--epochs 10 --batch-size 16)
-  sweep_flags=(--models resnet50,inceptionv3,vgg16 --batch-sizes 32,64 --warmup-steps 5 --steps 30)
+  study+=(--budget "${BUDGET:-8m}")
 fi
-
-l40sbench() { "$python" -m l40sbench "$@"; }
-results=()
-for entry in "${bases[@]}"; do
-  read -r base size <<<"$entry"
-  log "classify $base at ${size} px ..."
-  l40sbench classify --backend "$backend" --base "$base" --image-size "$size" --weights none "${classify_flags[@]}" \
-    --output-dir "$out/classify-$base" >"$out/classify-$base.log"
-  results+=("$out/classify-$base")
-done
-for precision in fp32 mixed_bfloat16; do
-  log "synthetic sweep, $precision ..."
-  l40sbench synthetic --backend "$backend" --devices 1 --precision "$precision" "${sweep_flags[@]}" \
-    --output-dir "$out/synthetic-$precision" >"$out/synthetic-$precision.log"
-  results+=("$out/synthetic-$precision")
-done
-# Each run's telemetry and stability lines (NVML needs nvidia-ml-py: put its wheel in WHEELS), so the first GPU
-# session sees the energy, clocks and throttle reasons it recorded, or why it could not.
-"$python" - "${results[@]}" >&2 <<'PY'
+log "l40sbench ${study[*]} ..."
+"$python" -m l40sbench "${study[@]}" | tee "$out/study.txt"
+# Each step's telemetry and stability lines, so the first GPU session sees the energy, clocks and throttle
+# reasons it recorded, or why it could not.
+"$python" - "$out" >&2 <<'PY'
 import json
 import sys
 from pathlib import Path
@@ -84,17 +68,10 @@ from pathlib import Path
 from l40sbench.core.stability import line as stability_line
 from l40sbench.core.telemetry import line as energy_line
 
-for folder in sys.argv[1:]:
-    record = json.loads((Path(folder) / "result.json").read_text())
+for result in sorted(Path(sys.argv[1]).glob("[0-9][0-9]-*/result.json")):
+    record, name = json.loads(result.read_text()), result.parent.name
     if "telemetry" in record:
-        print(f"{Path(folder).name}: {energy_line(record['telemetry'])}")
-    print(f"{Path(folder).name}: {stability_line(record.get('stability'))}")
+        print(f"{name}: {energy_line(record['telemetry'])}")
+    print(f"{name}: {stability_line(record.get('stability'))}")
 PY
-# `study`'s plan on this backend and machine (its peak is the one kept above; nothing runs): what a user of the
-# rented machine would run next, and a check that the plan reads the GPU and its device count.
-log "study all --plan on $backend ..."
-l40sbench study all --backend "$backend" --plan >"$out/study-plan.txt"
-cat "$out/study-plan.txt" >&2
-l40sbench report "${results[@]}" l40s leadergpu-2017 --out "$out/report" >&2
-cat "$out/report/report.md"
-log "results: $out (report: $out/report/report.md)"
+log "results: $out (report: $out/report.md)"

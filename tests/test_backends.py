@@ -67,8 +67,8 @@ def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tenso
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
-    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: tests/conftest.py's tiny vgg19 classify, a lenet
-    sweep in fp32 and in mixed_bfloat16, the report), on jax, where TensorFlow cannot even be imported."""
+    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: `study all --quick` on its vgg19 classification step
+    and its sweep), on jax, where TensorFlow cannot even be imported."""
     out = tmp_path_factory.mktemp("gpu-run") / "out"
     env = {**_without_tensorflow(out.parent), "GPU_RUN_TINY": "1", "PYTHON": sys.executable}
     started = time.perf_counter()
@@ -80,10 +80,11 @@ def gpu_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def jax_run(gpu_run):
-    """The jax twin of TINY_RUNS' vgg19: its record, its printed summary, a bound on its wall time, its folder."""
+    """The study's quick vgg19 on jax, the twin of TINY_RUNS' vgg19 but for its epochs (2 against 3): its record,
+    its printed summary, a bound on its wall time, its folder."""
     out, _, wall = gpu_run
-    folder = out / "classify-vgg19"
-    return json.loads((folder / "result.json").read_text()), (out / "classify-vgg19.log").read_text(), wall, folder
+    folder = out / "01-classify-vgg19"
+    return json.loads((folder / "result.json").read_text()), (folder / "log.txt").read_text(), wall, folder
 
 
 def test_classify_on_jax_writes_the_record_tensorflow_writes(jax_run, tiny_runs):
@@ -93,9 +94,10 @@ def test_classify_on_jax_writes_the_record_tensorflow_writes(jax_run, tiny_runs)
     only_tensorflow = {key for key in _keys(reference)
                        if key == "env.peak.intra_op_threads" or key.startswith("inference.runtimes.")}
     assert _keys(reference) - only_tensorflow <= _keys(record)
-    assert record["dataset"] == reference["dataset"] and record["config"]["epochs"] == reference["config"]["epochs"]
+    assert record["dataset"] == reference["dataset"]
+    assert (record["config"]["epochs"], reference["config"]["epochs"]) == (2, 3)
     assert record["inference"]["images_timed"] == reference["inference"]["images_timed"] == 7
-    assert_timing_wiring(record, wall, epochs=3, test_images=8)
+    assert_timing_wiring(record, wall, epochs=2, test_images=8)
     assert_csv_matches_json(out)
     assert record["config"]["backend"] == "jax" and reference["config"]["backend"] == "tensorflow"
     env = record["env"]
@@ -128,11 +130,16 @@ def test_xla_counts_vgg16_at_224_px_as_published():
     assert 0.95 * 2 * 15.47 <= gflops <= 2 * 15.47
 
 
-def test_gpu_run_prints_the_study_plan_for_its_backend(gpu_run):
-    out, _, _ = gpu_run
-    plan = (out / "study-plan.txt").read_text()
-    assert plan.startswith("plan: study all, 4 step(s)")  # detection needs TensorFlow: left out on jax
-    assert "l40sbench classify --base xception --image-size 299" in plan and "synthetic-leadergpu" in plan
+def test_gpu_run_is_the_study_on_its_backend(gpu_run):
+    """The script runs `study all` on jax: its plan printed first, detection left out and why, the verdict."""
+    out, result, _ = gpu_run
+    printed = (out / "study.txt").read_text()
+    assert printed in result.stdout
+    assert printed.startswith("plan: study all (--quick), 2 step(s)")
+    assert "l40sbench classify --base vgg19 --image-size 32" in printed and "synthetic-leadergpu" in printed
+    assert "detection needs TensorFlow: its steps are left out on jax" in result.stderr
+    state = json.loads((out / "study.json").read_text())
+    assert state["backend"] == "jax" and [s["status"] for s in state["steps"]] == ["ok", "ok"]
 
 
 def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
@@ -141,7 +148,7 @@ def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
     kept = json.loads((out / "peak.jax.json").read_text())
     assert kept["backend"] == "jax" and kept["source"] == "measured in this run"
     assert not (out / "peak.json").exists()  # tensorflow's: nothing measured one
-    for name in ("classify-vgg19", "synthetic-fp32"):
+    for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
         peak = json.loads((out / name / "result.json").read_text())["env"]["peak"]
         assert peak["measured_utc"] == kept["measured_utc"]
 
@@ -199,14 +206,17 @@ def test_a_tiny_sweep_on_jax_over_two_logical_devices_prints_the_study_tables(tm
 def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
     out, result, _ = gpu_run
     assert "gpu_run: backend jax" in result.stderr
-    for name in ("classify-vgg19", "synthetic-fp32", "synthetic-mixed_bfloat16"):  # GPU_RUN_TINY: one base
+    for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
         record = json.loads((out / name / "result.json").read_text())
         assert record["complete"] and record["env"]["backend"] == "jax", name
-    precisions = json.loads((out / "synthetic-mixed_bfloat16" / "result.json").read_text())["rows"]
-    assert {r["precision"] for r in precisions} == {"mixed_bfloat16"} and all(r["status"] == "ok" for r in precisions)
-    report = (out / "report" / "report.md").read_text()
-    assert report in result.stdout
-    assert "L40S" in report and "LeaderGPU" in report and "| xception " in report and "vgg19" in report
+        assert f"{name}: stability: " in result.stderr
+    assert "01-classify-vgg19: energy: " in result.stderr  # a training run's telemetry (a sweep's rows have none)
+    rows = json.loads((out / "02-synthetic-leadergpu" / "result.json").read_text())["rows"]
+    assert {r["model"] for r in rows} == {"lenet", "alexnet"} and all(r["status"] == "ok" for r in rows)
+    report = (out / "report.md").read_text()
+    assert "| classify-vgg19 " in report and "| synthetic-leadergpu " in report
+    tables = (out / "report" / "report.md").read_text()  # the studies' own tables and plots, this machine beside
+    assert "L40S" in tables and "LeaderGPU" in tables
 
 
 @pytest.mark.parametrize("args, env, fragment", [
