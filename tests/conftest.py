@@ -20,17 +20,19 @@ def pytest_configure(config):
     cores; test_classify_e2e has a run that measures its own). Under pytest-xdist the controller measures
     it before the workers start, so no run's figures are divided by a peak taken while the other worker
     was busy; the workers inherit the variable. It measures jax's too, for the runs on jax (tensorflow's
-    kernels' peak is not jax's). Without xdist the session's first run measures each.
+    kernels' peak is not jax's). Without xdist the session's first run measures each. ./run.sh test's two
+    sessions share one peak as they share the tiny runs: the serial session reads what the controller measured.
     """
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has set the file up
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if TINY_RUNS_VARIABLE not in os.environ:  # ./run.sh test names one folder for its two sessions
-        runs = tempfile.mkdtemp(prefix="l40sbench-test-runs-")
-        config.add_cleanup(lambda: shutil.rmtree(runs, ignore_errors=True))
+    if TINY_RUNS_VARIABLE in os.environ:  # ./run.sh test names one folder for its two sessions
+        folder = os.environ[TINY_RUNS_VARIABLE]
+    else:
+        runs, folder = (tempfile.mkdtemp(prefix=f"l40sbench-test-{kind}-") for kind in ("runs", "peak"))
+        for made in (runs, folder):
+            config.add_cleanup(lambda made=made: shutil.rmtree(made, ignore_errors=True))
         os.environ[TINY_RUNS_VARIABLE] = runs
-    folder = tempfile.mkdtemp(prefix="l40sbench-test-peak-")
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     os.environ["L40SBENCH_PEAK_FILE"] = str(Path(folder) / "peak.json")
     if config.getoption("numprocesses", None):
         import importlib.util
@@ -44,8 +46,8 @@ def pytest_configure(config):
 
 # The slowest modules first (about 160-290 s each in a serial run on two cores), so that under `--dist loadfile`
 # (./run.sh test) the workers finish together; the others follow in their own order.
-SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_classify_e2e.py",
-                 "test_detect_learning.py", "test_tfds.py", "test_devices.py", "test_synthetic_e2e.py",
+SLOWEST_FIRST = ("test_tfds.py", "test_runtimes.py", "test_detect_e2e.py", "test_backends.py",
+                 "test_detect_learning.py", "test_classify_e2e.py", "test_devices.py", "test_synthetic_e2e.py",
                  "test_compare.py")
 
 
@@ -132,7 +134,8 @@ def assert_utilisation_wiring(result):
         per_forward = 1 if u["train_flops_per_image"].startswith("1 x") else 3
         assert u["train_gflops_per_image"] == pytest.approx(u["forward_gflops_per_image"] * per_forward)
     epoch = rate_epoch_seconds(train)
-    images = (train["batch_size"] * result["model"]["steps_per_epoch"] if result["task"] == "detect"
+    global_batch = (result.get("devices") or {}).get("global_batch") or train["batch_size"]  # every replica's
+    images = (global_batch * result["model"]["steps_per_epoch"] if result["task"] == "detect"
               else result["dataset"]["train_images"])
     assert u["train_achieved_gflops"] == pytest.approx(u["train_gflops_per_image"] * images / epoch)
     assert u["train"] == pytest.approx(u["train_achieved_gflops"] / u["peak_gflops"])

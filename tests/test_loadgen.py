@@ -314,9 +314,9 @@ def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp
                            "--batch must be 1 for a detect run")
 
 
-@SERIAL
 def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
-    """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false."""
+    """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false (no
+    verdict is read: it runs beside the other workers)."""
     run = _copy(tiny_runs["vgg19"], tmp_path)
     first = run / "loadgen" / "tf-fp32" / "single-stream-b1" / RESULT_FILE
     process = subprocess.Popen(

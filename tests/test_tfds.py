@@ -6,12 +6,14 @@ them exists, as a set prepared elsewhere and copied in would be read.
 """
 
 import json
+import math
 import shutil
 import time
 
 import pytest
 
 from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.test_detect_e2e import checked
 from tests.test_devices import trained_in_sync
 
 CATS = "l40s_cats_standin"
@@ -115,13 +117,15 @@ def test_classify_through_tfds_end_to_end_then_from_the_decoded_cache(data_dir, 
 
 
 def test_detect_through_tfds_with_a_class_subset_on_2_logical_devices(data_dir, tmp_path):
-    """One detector run for two capabilities (a detector run is CI's costliest unit): a TFDS set with a class
-    subset, trained through Model Garden's trainer under MirroredStrategy on two logical CPU devices."""
+    """One detector run for three capabilities (a detector run is CI's costliest unit): a TFDS set with a class
+    subset, trained through Model Garden's trainer under MirroredStrategy on two logical CPU devices, and
+    faster_rcnn_resnet50 end to end in mixed_bfloat16 (tests/test_detect_e2e.py runs the other two detectors)."""
+    started = time.perf_counter()
     result = run_cli("detect", "--data", f"tfds:{FRUITS}", "--tfds-data-dir", data_dir, "--classes", "apple,banana",
-                     "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4", "--batch-size", "2",
-                     "--epochs", "1", "--devices", "2", "--output-dir", tmp_path)
+                     "--base", "faster_rcnn_resnet50", "--precision", "mixed_bfloat16", "--image-size", "128",
+                     "--limit", "4", "--batch-size", "2", "--epochs", "1", "--devices", "2", "--output-dir", tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    record = json.loads((tmp_path / "result.json").read_text())
+    record = checked(tmp_path, time.perf_counter() - started)
     trained_in_sync(record, 2, 2)
     assert record["model"]["steps_per_epoch"] == 1  # 4 images at a global batch of 4
     assert record["dataset"]["source"].startswith(f"tfds:{FRUITS}:1.0.0")
@@ -130,6 +134,14 @@ def test_detect_through_tfds_with_a_class_subset_on_2_logical_devices(data_dir, 
     dropped = record["notes"]["images_dropped_without_selected_class"]
     assert dropped["train"] > 0 and dropped["test"] > 0 and "dropped images without an object" in result.stderr
     assert record["accuracy"]["map_50_95"] is not None and record["inference"]["images_timed"] == 3
+    assert set(record["accuracy"]["per_class_ap_50"]) == {"apple", "banana"}
+    assert (record["model"]["compute_dtype"], record["model"]["variable_dtype"]) == ("bfloat16", "float32")
+    assert record["model"]["loss_scaling"] is False
+    (loss,) = record["train"]["loss_per_epoch"]
+    assert math.isfinite(loss) and loss > 0
+    utilisation = record["utilisation"]  # training counted per replica from the training step, 64 sampled regions
+    assert utilisation["train_flops_per_image"].startswith("counted: TensorFlow's profiler over the traced training")
+    assert utilisation["train_gflops_per_image"] < 3 * utilisation["forward_gflops_per_image"]
 
 
 def test_a_missing_set_is_one_line_and_exit_2_quickly(tmp_path):
