@@ -73,7 +73,14 @@ def test_each_scenario_keeps_loadgens_logs_and_records_what_its_summary_says(eve
         assert entry["result"] == "VALID" or entry["reasons"], entry
         assert entry["sut"]["answered_twice"] == 0 and not entry["sut"]["errors"]
         assert entry["settings"]["duration_s"] == 2 and entry["precision"] == "fp32"
-        assert 0 < entry["utilisation"]["share"] < 1
+        # Against the tiny run's peak, measured when the suite started: a CI host's speed moved 1.8x between that
+        # peak and these tests once (multi-stream read 1.48 of it, 0.84 of a peak measured just before), so the
+        # bound catches a wrong unit (a factor of 1000), not the host's drift; the arithmetic is checked exactly.
+        utilisation = entry["utilisation"]
+        assert utilisation["achieved_gflops"] == pytest.approx(
+            utilisation["forward_gflops_per_image"] * entry["samples_per_second"])
+        assert utilisation["share"] == pytest.approx(utilisation["achieved_gflops"] / utilisation["peak_gflops"])
+        assert 0 < utilisation["share"] < 4
         mlperf = entry["mlperf"]  # 2 s, 8 images: LoadGen may say VALID, MLPerf's rules cannot
         assert mlperf["compliant"] is False and {"duration", "performance_sample_count"} <= set(mlperf["unmet"])
         assert mlperf["checks"]["loadgen_valid"]["met"] == (entry["result"] == "VALID")
