@@ -209,7 +209,8 @@ def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
     for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
         record = json.loads((out / name / "result.json").read_text())
         assert record["complete"] and record["env"]["backend"] == "jax", name
-        assert f"{name}: stability: " in result.stderr
+        # stable or not: beside the other test workers a run may well be unstable, and says so
+        assert f"{name}: stability: stable (" in result.stderr or f"{name}: UNSTABLE RUN: " in result.stderr
     assert "01-classify-vgg19: energy: " in result.stderr  # a training run's telemetry (a sweep's rows have none)
     rows = json.loads((out / "02-synthetic-leadergpu" / "result.json").read_text())["rows"]
     assert {r["model"] for r in rows} == {"lenet", "alexnet"} and all(r["status"] == "ok" for r in rows)
