@@ -33,6 +33,19 @@ def checked(out, wall_seconds):
     return result
 
 
+def assert_trained_detector(result, base, dtypes):
+    """What a detector run's record holds of its one epoch: the precision that ran, no loss scaling, a finite
+    loss, and the training FLOPs counted from the training step (tests/test_detect_flops.py)."""
+    assert (result["model"]["compute_dtype"], result["model"]["variable_dtype"]) == dtypes
+    assert result["model"]["loss_scaling"] is False
+    (loss,) = result["train"]["loss_per_epoch"]
+    assert math.isfinite(loss) and loss > 0
+    utilisation = result["utilisation"]
+    assert utilisation["train_flops_per_image"].startswith("counted: TensorFlow's profiler over the traced training")
+    if base.startswith("faster_rcnn"):  # 64 sampled regions per image in training against serving's 300
+        assert utilisation["train_gflops_per_image"] < 3 * utilisation["forward_gflops_per_image"]
+
+
 # faster_rcnn_resnet50 runs end to end in mixed_bfloat16 (the mixed precision a CPU runs at a usable speed;
 # float16 is emulated: minutes, checked by hand) through TFDS on two devices: tests/test_tfds.py.
 @pytest.mark.parametrize("base", ["ssd_resnet50_fpn", "faster_rcnn_inception_v2"])
@@ -46,8 +59,7 @@ def test_each_detector_end_to_end(tmp_path, capsys, tiny_runs, base):
         out, epochs = tmp_path / "out", ["--epochs", 1]
         result, captured = detect(tmp_path, capsys, "--base", base, "--image-size", 128, "--limit", 4, "--batch-size", 2,
                                   "--precision", "fp32", *epochs, *export)
-    assert (result["model"]["compute_dtype"], result["model"]["variable_dtype"]) == ("float32", "float32")
-    assert result["model"]["loss_scaling"] is False
+    assert_trained_detector(result, base, ("float32", "float32"))
     if not epochs:  # without --epochs and without a GPU the run trains 1 epoch and projects the article's 200
         assert "no GPU visible: training 1 epoch instead of the article's 200" in captured.err
         assert result["config"]["epochs"] == 1 and result["notes"]["epochs_defaulted_for_cpu"] is True
@@ -57,8 +69,6 @@ def test_each_detector_end_to_end(tmp_path, capsys, tiny_runs, base):
     assert result["dataset"]["source"] == "stand-in" and result["dataset"]["test_images"] == 4
     assert result["model"]["classes"] == ["apple", "banana", "orange"] and result["model"]["num_classes"] == 4
     assert TRAIN_KEYS <= result["train"].keys() and result["train"]["epochs"] == 1
-    (loss,) = result["train"]["loss_per_epoch"]
-    assert math.isfinite(loss) and loss > 0
     inference = result["inference"]
     assert INFERENCE_KEYS <= inference.keys()
     assert inference["images_timed"] == result["dataset"]["test_images"] - 1 == 3
@@ -69,10 +79,6 @@ def test_each_detector_end_to_end(tmp_path, capsys, tiny_runs, base):
     assert set(result["accuracy"]["per_class_ap_50"]) == {"apple", "banana", "orange"}
     assert "COCO mAP" in captured.out and "mean ms/image" in captured.out
     assert result["notes"]["serving_over_model"] > 0 and 0 < result["notes"]["preprocess_share"] < 1
-    utilisation = result["utilisation"]  # training counted from the training step (tests/test_detect_flops.py)
-    assert utilisation["train_flops_per_image"].startswith("counted: TensorFlow's profiler over the traced training")
-    if base.startswith("faster_rcnn"):  # 64 sampled regions per image in training against serving's 300
-        assert utilisation["train_gflops_per_image"] < 3 * utilisation["forward_gflops_per_image"]
     if export:
         assert result["notes"]["export_dir"] == str((tmp_path / "saved_model").resolve())
         assert "SavedModel:" in captured.out

@@ -107,10 +107,8 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     effective = timing["precision"]
     if workload.trained_precision != "fp32":  # the exported graph keeps the casts of the policy it was trained in
         effective = f"{effective} (graph trained {workload.trained_precision}, its casts exported)"
-    return RuntimeResult(**base, status=status, reason=reason, version=timing["version"],
-                         precision=effective, threads=timing["threads"], settings=timing["settings"],
-                         load_seconds=timing["load_seconds"], device=timing.get("device", ""),
-                         inference=timing["inference"], accuracy=accuracy)
+    return RuntimeResult(**base, **_timed(timing), status=status, reason=reason, precision=effective,
+                         settings=timing["settings"], accuracy=accuracy)
 
 
 def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: str, warmup: int, folder: Path,
@@ -133,6 +131,12 @@ def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: 
     return {**timing, "inference": InferenceResult.from_stats(stats, warmup=warmup, batch_size=1)}, outputs, ""
 
 
+def _timed(timing: dict) -> dict:
+    """The RuntimeResult fields a child's timing gives every row alike."""
+    return {"version": timing["version"], "threads": timing["threads"], "load_seconds": timing["load_seconds"],
+            "device": timing.get("device", ""), "inference": timing["inference"]}
+
+
 def cpu_reference(reference: RuntimeResult, workload: Workload, folder: Path, inputs: Path, log: Log) -> RuntimeResult:
     """tf timed again in a child with every GPU hidden (CUDA_VISIBLE_DEVICES=-1): where tf's own row ran on a
     GPU, the reference of the rows that run on the CPU (a ratio across devices compares devices)."""
@@ -144,10 +148,8 @@ def cpu_reference(reference: RuntimeResult, workload: Workload, folder: Path, in
                                               env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
-    return RuntimeResult(**base, status="ok", version=timing["version"], precision=timing["precision"],
-                         threads=timing["threads"], settings={**timing["settings"], "gpus_hidden": True},
-                         load_seconds=timing["load_seconds"], device=timing.get("device", ""),
-                         inference=timing["inference"], accuracy=workload.score(outputs))
+    return RuntimeResult(**base, **_timed(timing), status="ok", precision=timing["precision"],
+                         settings={**timing["settings"], "gpus_hidden": True}, accuracy=workload.score(outputs))
 
 
 def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str, out_dir: Path,
