@@ -123,6 +123,7 @@ def test_device_counts_a_cpu_cannot_run_are_refused_before_any_row(tmp_path, fla
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert fragment in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "rows.jsonl").exists()
+    assert "measuring this device's peak" not in result.stderr  # known from the core count: said before it
 
 
 def test_a_new_sweep_will_not_write_over_a_sweeps_rows(tmp_path):

@@ -97,14 +97,19 @@ def check_against_machine(config: SweepConfig, state: dict) -> None:
                         "has none here: run without it, or with --backend tensorflow")
     if gpu and max(config.devices) > available:
         raise UserError(f"--devices asks for {max(config.devices)} GPUs; this machine shows {available}")
-    if not gpu and config.worker_hosts and max(config.devices) > 1:
+    if not gpu:
+        check_cpu_devices(config, state["env"].get("cpu_count") or 1)
+
+
+def check_cpu_devices(config: SweepConfig, cores: int) -> None:
+    """What a machine without a GPU cannot run: known from the core count alone, so said before the peak too."""
+    if config.worker_hosts and max(config.devices) > 1:
         raise UserError("--worker-hosts with --devices above 1 needs GPUs: a worker without one runs its "
                         "collectives on one CPU device, so it cannot split the CPU into several")
-    cores = state["env"].get("cpu_count") or 1
-    if not gpu and max(config.devices) > cores:
+    if max(config.devices) > cores:
         raise UserError(f"--devices {max(config.devices)} is more logical devices than this CPU has cores "
                         f"({cores}); each device needs at least one core")
-    if config.find_max_batch and not gpu and not config.settings.memory_limit_gb:
+    if config.find_max_batch and not config.settings.memory_limit_gb:
         raise UserError(FIND_MAX_BATCH_NEEDS_A_CAP)
 
 
@@ -133,8 +138,8 @@ def prepare(config: SweepConfig, log: Log, resume: bool) -> dict:
     if (config.output_dir / ROWS_FILE).exists():  # never mix two sweeps' rows, never drop measured ones
         raise UserError(f"{config.output_dir} already holds a sweep ({ROWS_FILE}); finish it with "
                         f"--resume {config.output_dir}, or choose another --output-dir")
-    if config.find_max_batch and not config.settings.memory_limit_gb and not nvidia_gpu_present():
-        raise UserError(FIND_MAX_BATCH_NEEDS_A_CAP)  # known without measuring: say it before the peak
+    if not nvidia_gpu_present():  # what a CPU cannot run is known without measuring: say it before the peak
+        check_cpu_devices(config, os.cpu_count() or 1)
     state = {"config": config.to_dict(), **measure_peak(config, log)}
     check_against_machine(config, state)
     if config.is_chief:
