@@ -36,6 +36,8 @@ def test_a_tiny_sweep_makes_both_table_shapes_and_marks_out_of_memory(tmp_path):
             assert row["images_per_second"] > 0 and row["images_per_second_stderr"] >= 0 and row["steps"] == 2
             assert row["gflops_per_image"] > 0 and row["achieved_tflops"] > 0 and 0 < row["utilisation"] <= 1
             assert row["utilisation_peak"] == "float32"
+            telemetry = row["telemetry"]  # what the device did while the steps were timed
+            assert (telemetry.get("energy") == "unavailable" and telemetry["reason"]) or "steps" in telemetry["phases"]
             # the figures tie together exactly: images/s = total batch x steps / the sum of the step times;
             # training costs 3 forward passes; the CPU's logical devices share the one CPU's peak
             step_seconds_sum = row["step_ms_mean"] * row["steps"] / 1000

@@ -139,3 +139,36 @@ def test_the_real_nvml_path():
     summary = phase_summary(sampler.stop(), images=10)
     assert summary["power_w_mean"] > 0 and summary["energy_j"] >= 0 and summary["clock_mhz"][1] > 0
     assert source.facts["driver"] and source.facts["power_limit_w"][0] > 0
+
+
+def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_throttling_makes_the_sweep_unstable(
+        monkeypatch):
+    """A sweep configuration's timed steps are a phase as a run's training is: sampled from the telemetry source
+    (a stand-in that reads a rising energy counter and a power cap here), summed per image, and a throttled row
+    marks the sweep's stability with the row's name."""
+    from l40sbench.backends import telemetry as readers
+    from l40sbench.synthetic.job import Job, StepSettings
+    from l40sbench.synthetic.sweep import sweep_stability
+    from l40sbench.synthetic.worker import _timed_row
+
+    counter = {"j": 0.0}
+
+    def read():
+        counter["j"] += 5.0
+        return {"power_w": 250.0, "energy_j": counter["j"], "clock_mhz": 1500.0, "throttle": ("power cap",)}
+
+    monkeypatch.setattr(readers, "source", lambda: (Source("stand-in", read), ""))
+    job = Job("lenet", 2, 1, StepSettings(warmup_steps=1, steps=3))
+    row = _timed_row(job, lambda: time.sleep(0.02), lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
+                     peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="a sleep")
+    steps = row.telemetry["phases"]["steps"]
+    assert row.telemetry["source"] == "stand-in" and steps["energy_j"] > 0 and steps["throttle"] == ["power cap"]
+    assert steps["j_per_image"] == pytest.approx(steps["energy_j"] / (2 * 3))
+    stability = sweep_stability([row])
+    assert stability["verdict"] == "unstable"
+    assert "the device throttled during lenet b2 x1 steps: power cap" in stability["reasons"]
+    monkeypatch.setattr(readers, "source", lambda: (None, "no energy source here"))
+    quiet = _timed_row(job, lambda: None, lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
+                       peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="nothing")
+    assert quiet.telemetry == {"energy": "unavailable", "reason": "no energy source here"}
+    assert not any("throttled" in reason for reason in sweep_stability([quiet])["reasons"])

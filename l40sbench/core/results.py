@@ -257,6 +257,7 @@ class Row:
     step_ms: tuple[float, ...] = ()  # every timed step, in order, warm-up excluded
     step_ms_interval: dict = field(default_factory=dict)  # their n, mean, median, std and 95 % intervals
     bursts: tuple[dict, ...] = ()  # the stability guard's matmul burst right after the steps (peak.burst)
+    telemetry: dict = field(default_factory=dict)  # what the device did during the timed steps (core.telemetry)
     gflops_per_image: float | None = None
     achieved_tflops: float | None = None
     utilisation: float | None = None
@@ -293,8 +294,7 @@ class SweepResult:
     notes: dict = field(default_factory=dict)
     task: str = "synthetic"
     base: str = "sweep"
-    # whether the machine held still over the sweep: every row's bursts in order, each row's steps (core.stability)
-    stability: dict = field(default_factory=dict)
+    stability: dict = field(default_factory=dict)  # every row's bursts and steps, throttled rows (core.stability)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from l40sbench.core.timing import Clock
@@ -180,3 +181,37 @@ def line(telemetry: dict | None) -> str:
         throttled = f", THROTTLED: {', '.join(s['throttle'])}" if s.get("throttle") else ""
         parts.append(f"{phase} {s['energy_j']:.4g} J{per_image}{power}{clocks}{throttled}")
     return f"energy ({telemetry['source']}): " + "; ".join(parts)
+
+
+class Phases:
+    """Samples a telemetry source (backends.telemetry.source()'s pair: the source, or None and why) during each
+    timed phase; without one, the record says energy is unavailable and why."""
+
+    def __init__(self, found: tuple[Source | None, str]):
+        self.source, self.why = found
+        self.summaries: dict[str, dict] = {}
+
+    @contextmanager
+    def phase(self, name: str):
+        """Samples while the block runs; the block sets `done["images"]` to the images the phase processed."""
+        done: dict = {"images": None}
+        if self.source is None:
+            yield done
+            return
+        sampler = Sampler(self.source)
+        sampler.start()
+        try:
+            yield done
+        finally:
+            summary = phase_summary(sampler.stop(), done["images"])
+            self.summaries[name] = {**summary, "reader_error": sampler.error} if sampler.error else summary
+
+    def record(self) -> dict:
+        if self.source is None:
+            return {"energy": "unavailable", "reason": self.why}
+        return {"source": self.source.name, "phases": dict(self.summaries)}
+
+    def reasons(self) -> list[str]:
+        """The stability guard's causes from the telemetry: each phase in which the device throttled."""
+        return throttle_reasons(self.summaries)
+

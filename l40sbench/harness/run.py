@@ -10,15 +10,16 @@ import dataclasses
 
 import numpy as np
 
+from l40sbench.backends.telemetry import source as telemetry_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.stability import verdict
 from l40sbench.core.task import Flops, Probe, Save
+from l40sbench.core.telemetry import Phases
 from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Startup, Stopwatch
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
-from l40sbench.harness.phases import Phases
 from l40sbench.harness.tasks import load_task
 from l40sbench.peak.burst import Guard
 from l40sbench.peak.measure import measure_env
@@ -82,7 +83,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
     startup.mark("model and weights")
     sync = kernels.sync()
-    phases = Phases()
+    phases = Phases(telemetry_source())
     power = {"device_power": phases.source.facts} if phases.source is not None and phases.source.facts else {}
     env = {**env_mod.fingerprint(backends.facts()), **power,
            "peak": measure_env(sync=sync, log=log, backend=config.backend)}

@@ -203,13 +203,18 @@ def build_result(config: SweepConfig, state: dict, rows: list[Row], complete: bo
 
 
 def sweep_stability(rows) -> dict:
-    """The sweep's stability block: the bursts of every row in their order, and each row's timed steps."""
+    """The sweep's stability block: the bursts of every row in their order, each row's timed steps, and each
+    row whose device throttled while its steps were timed."""
     from l40sbench.core.stability import verdict
+    from l40sbench.core.telemetry import throttle_reasons
+
+    def label(row) -> str:
+        return f"{row.model} b{row.per_device_batch} x{row.devices} steps"
 
     bursts = [b for r in rows for b in r.bursts]
-    steps = {f"{r.model} b{r.per_device_batch} x{r.devices} steps": (list(r.step_ms), " ms")
-             for r in rows if r.step_ms}
-    return verdict(bursts, steps)
+    steps = {label(r): (list(r.step_ms), " ms") for r in rows if r.step_ms}
+    throttled = {label(r): (r.telemetry.get("phases") or {}).get("steps") or {} for r in rows}
+    return verdict(bursts, steps, throttle_reasons(throttled))
 
 
 

@@ -123,13 +123,18 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
                peak_memory_mb: Callable[[], float | None], started: float, compiled: str) -> Row:
     """Warms up, times `steps` steps and makes the configuration's row (every backend's)."""
     from l40sbench.backends import load
+    from l40sbench.backends.telemetry import source
     from l40sbench.core.intervals import describe
     from l40sbench.core.stats import step_throughput
+    from l40sbench.core.telemetry import Phases
     from l40sbench.core.timing import time_calls
     from l40sbench.peak.burst import Guard
 
     time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
-    seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
+    phases = Phases(source())  # what the device did while the steps were timed
+    with phases.phase("steps") as done:
+        seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
+        done["images"] = job.per_device_batch * replicas * len(seconds)
     guard = Guard(job.settings.backend, sync)  # the machine's speed right after this row's steps
     guard.check(f"{job.model} b{job.per_device_batch} x{replicas}")
     stats = step_throughput(seconds, job.per_device_batch * replicas)
@@ -142,7 +147,7 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         steps=stats.steps, images_per_second=stats.images_per_second,
         images_per_second_stderr=stats.images_per_second_stderr, step_ms_mean=stats.step_ms_mean,
         step_jitter_percent=stats.step_jitter_percent, step_ms=step_ms, step_ms_interval=describe(step_ms),
-        bursts=tuple(b.to_dict() for b in guard.bursts),
+        bursts=tuple(b.to_dict() for b in guard.bursts), telemetry=phases.record(),
         gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
         extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled, "peak_memory": PEAK_MEMORY},
