@@ -72,6 +72,10 @@ for result in sorted(Path(sys.argv[1]).glob("[0-9][0-9]-*/result.json")):
     record, name = json.loads(result.read_text()), result.parent.name
     if "telemetry" in record:
         print(f"{name}: {energy_line(record['telemetry'])}")
+    for row in record.get("rows", []):  # a sweep: each configuration's timed steps
+        if row.get("telemetry"):
+            label = f"{row['model']} b{row['per_device_batch']} x{row['devices']}"
+            print(f"{name} {label}: {energy_line(row['telemetry'])}")
     print(f"{name}: {stability_line(record.get('stability'))}")
 PY
 log "results: $out (report: $out/report.md)"

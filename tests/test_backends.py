@@ -214,7 +214,8 @@ def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
         assert record["complete"] and record["env"]["backend"] == "jax", name
         # stable or not: beside the other test workers a run may well be unstable, and says so
         assert f"{name}: stability: stable (" in result.stderr or f"{name}: UNSTABLE RUN: " in result.stderr
-    assert "01-classify-vgg19: energy: " in result.stderr  # a training run's telemetry (a sweep's rows have none)
+    assert "01-classify-vgg19: energy: " in result.stderr  # a training run's telemetry
+    assert "02-synthetic-leadergpu lenet b" in result.stderr and " x1: energy" in result.stderr  # each sweep row's
     rows = json.loads((out / "02-synthetic-leadergpu" / "result.json").read_text())["rows"]
     assert {r["model"] for r in rows} == {"lenet", "alexnet"} and all(r["status"] == "ok" for r in rows)
     report = (out / "report.md").read_text()
