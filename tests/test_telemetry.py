@@ -157,10 +157,13 @@ def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_throttling
         counter["j"] += 5.0
         return {"power_w": 250.0, "energy_j": counter["j"], "clock_mhz": 1500.0, "throttle": ("power cap",)}
 
+    def timed_row(step):
+        job = Job("lenet", 2, 1, StepSettings(warmup_steps=1, steps=3))
+        return _timed_row(job, step, lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
+                          peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="a stand-in step")
+
     monkeypatch.setattr(readers, "source", lambda: (Source("stand-in", read), ""))
-    job = Job("lenet", 2, 1, StepSettings(warmup_steps=1, steps=3))
-    row = _timed_row(job, lambda: time.sleep(0.02), lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
-                     peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="a sleep")
+    row = timed_row(lambda: time.sleep(0.02))
     steps = row.telemetry["phases"]["steps"]
     assert row.telemetry["source"] == "stand-in" and steps["energy_j"] > 0 and steps["throttle"] == ["power cap"]
     assert steps["j_per_image"] == pytest.approx(steps["energy_j"] / (2 * 3))
@@ -168,7 +171,6 @@ def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_throttling
     assert stability["verdict"] == "unstable"
     assert "the device throttled during lenet b2 x1 steps: power cap" in stability["reasons"]
     monkeypatch.setattr(readers, "source", lambda: (None, "no energy source here"))
-    quiet = _timed_row(job, lambda: None, lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
-                       peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="nothing")
+    quiet = timed_row(lambda: None)
     assert quiet.telemetry == {"energy": "unavailable", "reason": "no energy source here"}
     assert not any("throttled" in reason for reason in sweep_stability([quiet])["reasons"])

@@ -214,4 +214,3 @@ class Phases:
     def reasons(self) -> list[str]:
         """The stability guard's causes from the telemetry: each phase in which the device throttled."""
         return throttle_reasons(self.summaries)
-
