@@ -42,13 +42,14 @@ def hand_count_forward_gflops(graph) -> tuple[float, list]:
 @pytest.fixture(scope="module")
 def trained_step(tmp_path_factory):
     from l40sbench.backends.tf_device import Placement
+    from l40sbench.core.devices import Device
     from l40sbench.detect.config import DetectConfig
     from l40sbench.detect.task import TASK
 
     config = TASK.check(DetectConfig(base="faster_rcnn_inception_v2", image_size=SIZE, limit=4, batch_size=2,
                                      epochs=1, output_dir=tmp_path_factory.mktemp("flops")))
     data = TASK.load(config, log=lambda *_: None)
-    placement = Placement(None, 1, "CPU", ("/job:localhost/replica:0/task:0/device:CPU:0",), facts={})
+    placement = Placement(None, (Device("CPU", "/job:localhost/replica:0/task:0/device:CPU:0", 0, "a CPU"),))
     return TASK.build(config, data, placement, placement.record(config.batch_size), lambda *_: None)
 
 

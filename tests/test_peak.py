@@ -225,14 +225,17 @@ def test_the_peak_keeps_the_clocks_the_device_reported_while_it_was_measured(mon
     from l40sbench.peak.measure import clocks_while_measured
 
     clocks = iter(range(1500, 3000, 10))
-    monkeypatch.setattr(telemetry, "source", lambda: (Source("fake", lambda: {"clock_mhz": next(clocks)}), ""))
+    asked = []
+    monkeypatch.setattr(telemetry, "source", lambda used: (asked.append(used), Source("fake", lambda: {
+        "clock_mhz": next(clocks)}), "")[1:])
     import time
 
-    with clocks_while_measured() as seen:
+    with clocks_while_measured(["the run's device"]) as seen:
         time.sleep(0.35)
     low, high = seen["summary"]["clock_mhz"]
-    assert 1500 <= low < high and seen["summary"]["samples"] >= 2
-    monkeypatch.setattr(telemetry, "source", lambda: (None, "no device reports its clocks"))
-    with clocks_while_measured() as seen:
+    assert 1500 <= low < high and seen["summary"]["samples"] >= 2 and asked == [["the run's device"]]
+    assert low <= seen["summary"]["clock_mhz_median"] <= high  # what a timed phase's clock is held against
+    monkeypatch.setattr(telemetry, "source", lambda used: (None, "no device reports its clocks"))
+    with clocks_while_measured([]) as seen:
         pass
     assert seen["summary"] is None

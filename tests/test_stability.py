@@ -78,9 +78,43 @@ def test_burst_rate_on_a_fake_clock():
     assert len(got.samples_gflops) == 3 and got.moment == "start"
 
 
-def test_a_throttled_phase_makes_the_run_unstable():
+def test_the_power_cap_alone_is_stable_and_a_hardware_slowdown_is_not():
+    """A heavy GPU job runs at its software power cap: that is recorded, not judged. A hardware or thermal
+    slowdown is a slowdown; so is an older record's `throttle` list naming one."""
     from l40sbench.core.telemetry import throttle_reasons
 
-    phases = {"training": {"throttle": ["power cap"]}, "inference": {"throttle": []}}
-    got = verdict(_bursts(200, 200, 200), {}, throttle_reasons(phases))
-    assert got["verdict"] == UNSTABLE and got["reasons"] == ["the device throttled during training: power cap"]
+    capped = {"training": {"throttle": ["power cap"], "power_cap_share": 0.9, "slowdowns": {}},
+              "inference": {"throttle": []}}
+    assert verdict(_bursts(200, 200, 200), {}, throttle_reasons(capped), kind="GPU")["verdict"] == STABLE
+    older = {"training": {"throttle": ["power cap"]}}
+    assert throttle_reasons(older) == []
+    slowed = {"training": {"throttle": ["hardware thermal slowdown", "power cap"], "power_cap_share": 1.0,
+                           "slowdowns": {"hardware thermal slowdown": 0.25}}}
+    got = verdict(_bursts(200, 200, 200), {}, throttle_reasons(slowed), kind="GPU")
+    assert got["verdict"] == UNSTABLE and got["reasons"] == [
+        "the device slowed down during training: hardware thermal slowdown (25 % of samples)"]
+    assert throttle_reasons({"steps": {"throttle": ["hardware slowdown"]}}) == [
+        "the device slowed down during steps: hardware slowdown"]
+
+
+def test_a_clock_well_below_the_peaks_is_unstable_and_the_bound_is_named():
+    from l40sbench.core.telemetry import clock_reasons
+
+    phases = {"training": {"clock_mhz_median": 1600.0}, "inference": {"clock_mhz_median": 1950.0}}
+    assert clock_reasons(phases, 1980.0, None) == [] and clock_reasons(phases, None, 0.15) == []
+    (reason,) = clock_reasons(phases, 1980.0, 0.15)
+    assert reason.startswith("the device's clock during training (median 1600 MHz) fell 19 % below the 1980 MHz")
+    assert "(limit 15 %)" in reason
+
+
+def test_limits_are_per_kind_of_device_and_say_where_they_came_from():
+    """The CPU's limits were measured on these VMs; the GPU's are tighter, and each says it is a guess."""
+    cpu, gpu = verdict(_bursts(200, 170, 200), {}), verdict(_bursts(200, 170, 200), {}, kind="GPU")
+    assert cpu["verdict"] == STABLE and cpu["device_kind"] == "CPU"  # 1.18x: within a shared VM's 1.4
+    assert gpu["verdict"] == UNSTABLE and gpu["device_kind"] == "GPU"  # past a GPU's 1.15
+    assert gpu["thresholds"]["speed_change"] == 1.15 and cpu["thresholds"]["speed_change"] == 1.4
+    assert all("guess" in why for why in gpu["thresholds_origin"].values())
+    assert cpu["thresholds_origin"]["speed_change"].startswith("measured")
+    spread = [10.0, 11.5, 9.0, 10.8, 8.6, 11.9, 9.4]  # robust spread about 15 %
+    assert verdict([], {"latency": (spread, " ms")})["verdict"] == STABLE
+    assert verdict([], {"latency": (spread, " ms")}, kind="GPU")["verdict"] == UNSTABLE

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from l40sbench.backends.telemetry import nvml_source, rapl_source
+from l40sbench.core.devices import Device
 from l40sbench.core.telemetry import (
     CounterTotal,
     Reading,
@@ -45,9 +46,10 @@ def test_a_phase_summary_from_the_counter():
     assert got["images_per_kwh"] == pytest.approx(3.6e6 / 10.0)
     assert got["power_w_mean"] == pytest.approx(310.0) and got["power_w_max"] == 320.0
     assert got["clock_mhz"] == [1410.0, 1980.0] and got["temperature_c"] == [60.0, 71.0]
-    assert got["throttle"] == ["power cap"]
-    assert throttle_reasons({"training": got}) == ["the device throttled during training: power cap"]
-    assert "THROTTLED: power cap" in line({"source": "nvml", "phases": {"training": got}})
+    assert got["clock_mhz_median"] == 1800.0
+    assert got["throttle"] == ["power cap"] and got["power_cap_share"] == pytest.approx(1 / 3)
+    assert got["slowdowns"] == {} and throttle_reasons({"training": got}) == []  # the cap: information
+    assert "at the power cap 33 %" in line({"source": "nvml", "phases": {"training": got}})
 
 
 def test_a_phase_without_a_counter_integrates_power_and_a_short_one_says_why():
@@ -73,30 +75,122 @@ def test_the_sampler_reads_on_its_thread_and_survives_a_failing_reader():
     assert failing.stop() == [] and failing.error == "OSError: gone"
 
 
-def _fake_nvml(throttled: bool):
-    handle = object()
+# Four boards as NVML numbers them (PCI bus order), each with its own power, energy, clock and clock-event reasons:
+# board 3 is slowed by hardware, board 1 sits at its power cap; a neighbour's process (pid 1) runs on board 1.
+BOARDS = [("GPU-aaaaaaaa-0000-0000-0000-000000000000", "0000:18:00.0", 100, 1000),
+          ("GPU-bbbbbbbb-0000-0000-0000-000000000000", "0000:2a:00.0", 200, 1100),
+          ("GPU-cccccccc-0000-0000-0000-000000000000", "0000:3b:00.0", 300, 1200),
+          ("GPU-dddddddd-0000-0000-0000-000000000000", "0000:9a:00.0", 400, 1300)]
+CAP, HW = 0x4, 0x8
+
+
+def _fake_nvml(names=("NVIDIA H200",) * 4, reasons=(0x1, CAP, 0x1, HW)):
+    """An NVML stand-in over BOARDS; a handle is the board's NVML index."""
     return SimpleNamespace(
-        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 2, nvmlDeviceGetHandleByIndex=lambda i: handle,
-        nvmlDeviceGetPowerUsage=lambda h: 250_000, nvmlDeviceGetTotalEnergyConsumption=lambda h: 5_000_000,
-        nvmlDeviceGetClockInfo=lambda h, kind: 1500 if kind == 0 else 2600, NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1,
-        nvmlDeviceGetTemperature=lambda h, kind: 65, NVML_TEMPERATURE_GPU=0,
+        nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: len(BOARDS), nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetUUID=lambda h: BOARDS[h][0].encode(), nvmlDeviceGetName=lambda h: names[h],
+        nvmlDeviceGetPciInfo=lambda h: SimpleNamespace(busId=BOARDS[h][1].encode()),
+        nvmlDeviceGetPowerUsage=lambda h: BOARDS[h][2] * 1000, nvmlDeviceGetTotalEnergyConsumption=lambda h: 10 ** 6 * (h + 1),
+        nvmlDeviceGetClockInfo=lambda h, kind: BOARDS[h][3] if kind == 0 else 2600, NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1,
+        nvmlDeviceGetTemperature=lambda h, kind: 60 + h, NVML_TEMPERATURE_GPU=0,
         nvmlDeviceGetUtilizationRates=lambda h: SimpleNamespace(gpu=90),
-        nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4 if throttled else 0x1,
-        nvmlClocksEventReasonSwPowerCap=0x4, nvmlClocksEventReasonHwSlowdown=0x8,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons[h],
+        nvmlClocksEventReasonSwPowerCap=CAP, nvmlClocksEventReasonHwSlowdown=HW,
         nvmlSystemGetDriverVersion=lambda: b"580.65", nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
         nvmlDeviceGetApplicationsClock=lambda h, kind: 1980 if kind == 0 else 2619,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [SimpleNamespace(pid=1, usedGpuMemory=2**30)] if h == 1 else [],
+        nvmlDeviceGetGraphicsRunningProcesses=lambda h: [],
     )
 
 
-def test_nvml_readings_sum_the_gpus_and_name_the_throttle():
-    source, why = nvml_source(_fake_nvml(throttled=True))
+def _gpu(index, uuid=None):
+    return Device("GPU", f"cuda:{index}", index, "NVIDIA H200", uuid=uuid)
+
+
+def test_nvml_reads_only_the_boards_the_run_uses_by_the_drivers_uuid():
+    """CUDA's device 0 is NVML's board 2 here (CUDA orders boards unlike PCI): only board 2 is read and
+    charged, whatever the other three draw."""
+    source, why = nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[2][0])], environ={})
     assert why == "" and source.name == "nvml"
     reading = source.read()
-    assert reading["power_w"] == pytest.approx(500.0) and reading["energy_j"] == pytest.approx(10_000.0)
-    assert reading["clock_mhz"] == 1500.0 and reading["throttle"] == ("power cap",)
-    assert source.facts == {"driver": "580.65", "power_limit_w": [700.0, 700.0],
-                            "application_clocks_mhz": [[1980, 2619], [1980, 2619]]}
-    assert nvml_source(_fake_nvml(throttled=False))[0].read()["throttle"] == ()  # idle is not throttling
+    assert reading["power_w"] == 300.0 and reading["energy_j"] == 3000.0 and reading["clock_mhz"] == 1200.0
+    assert reading["throttle"] == () and [b["uuid"] for b in reading["boards"]] == [BOARDS[2][0]]
+    assert [b["uuid"] for b in source.facts["boards"]] == [BOARDS[2][0]] and source.facts["boards_seen"] == 4
+    assert source.facts["power_limit_w"] == [700.0]
+    two, _ = nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[2][0]), _gpu(1, BOARDS[0][0])], environ={})
+    both = two.read()
+    assert both["power_w"] == 400.0 and both["clock_mhz"] == 1000.0 and both["temperature_c"] == 62.0
+    assert two.processes() == []  # pid 1 runs on board 1, which this run does not use
+
+
+@pytest.mark.parametrize("visible, order, expected", [
+    ("3,1", None, [3, 1]),  # indices into CUDA's order: PCI order on a host of one model
+    ("GPU-cccccccc", None, [2]),  # a UUID prefix, as CUDA takes it
+    (None, None, [0, 1]),
+    ("2,0", "PCI_BUS_ID", [2, 0]),
+])
+def test_without_the_drivers_uuid_cuda_visible_devices_is_read_as_cuda_does(visible, order, expected):
+    environ = {k: v for k, v in (("CUDA_VISIBLE_DEVICES", visible), ("CUDA_DEVICE_ORDER", order)) if v}
+    used = [_gpu(i) for i in range(len(expected))]
+    source, why = nvml_source(_fake_nvml(), used=used, environ=environ)
+    assert why == ""
+    assert [b["uuid"] for b in source.facts["boards"]] == [BOARDS[i][0] for i in expected]
+
+
+def test_boards_nvml_cannot_place_are_refused_with_the_reason():
+    mixed = _fake_nvml(names=("NVIDIA H200", "NVIDIA L40S", "NVIDIA H200", "NVIDIA L40S"))
+    source, why = nvml_source(mixed, used=[_gpu(0)], environ={})
+    assert source is None and "fastest-first order cannot be read from NVML" in why
+    assert nvml_source(mixed, used=[_gpu(0)], environ={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})[0] is not None
+    source, why = nvml_source(_fake_nvml(), used=[_gpu(1)], environ={"CUDA_VISIBLE_DEVICES": "2"})
+    assert source is None and "CUDA_VISIBLE_DEVICES leaves 1" in why
+    source, why = nvml_source(_fake_nvml(), used=[_gpu(0, "GPU-ffffffff-0000-0000-0000-000000000000")], environ={})
+    assert source is None and "not among NVML's boards" in why
+    cpu_only = [Device("CPU", "cpu:0", 0, "a CPU")]
+    assert nvml_source(_fake_nvml(), used=cpu_only) == (None, "the run uses no GPU")
+
+
+def test_a_phase_at_the_power_cap_is_stable_with_its_share_and_a_hardware_slowdown_is_not(monkeypatch):
+    """Boards 1 (at its power cap) and 3 (hardware slowdown) through Phases, as the harness samples them."""
+    from l40sbench.core.telemetry import Phases
+
+    capped = nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[1][0])], environ={})
+    phases = Phases(capped)
+    with phases.phase("training") as done:
+        time.sleep(0.25)
+        done["images"] = 10
+    summary = phases.summaries["training"]
+    assert summary["power_cap_share"] == 1.0 and summary["slowdowns"] == {} and summary["throttle"] == ["power cap"]
+    assert throttle_reasons(phases.summaries) == []
+    assert "at the power cap 100 %" in line(phases.record())
+    slowed = Phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[3][0]), _gpu(1, BOARDS[0][0])], environ={}))
+    with slowed.phase("inference"):
+        time.sleep(0.25)
+    summary = slowed.summaries["inference"]
+    assert summary["slowdowns"] == {"hardware slowdown": 1.0}
+    assert set(summary["boards"]) == {BOARDS[3][0], BOARDS[0][0]}  # each used board's own figures
+    assert summary["boards"][BOARDS[0][0]]["slowdowns"] == {} and summary["boards"][BOARDS[0][0]]["power_w_mean"] == 100
+    assert slowed.reasons() == ["the device slowed down during inference: hardware slowdown (100 % of samples)"]
+
+
+def test_a_process_of_another_tenant_on_a_used_board_is_a_neighbour():
+    """pid 1 is on board 1: a run on board 1 names it and is unstable; a pid this process cannot see (another
+    PID namespace) is recorded, not judged."""
+    from l40sbench.core.telemetry import Phases
+
+    phases = Phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[1][0])], environ={}))
+    with phases.phase("training"):
+        time.sleep(0.15)
+    block = phases.record()["neighbours"]["training"]
+    assert {p["pid"] for p in block["gpu_processes"]} == {1}
+    assert any(r == f"a neighbour during training: pid 1 on GPU {BOARDS[1][0]} (1024 MB)" for r in phases.reasons())
+    hidden = _fake_nvml()
+    hidden.nvmlDeviceGetComputeRunningProcesses = lambda h: [SimpleNamespace(pid=2**22 + 7, usedGpuMemory=None)]
+    phases = Phases(nvml_source(hidden, used=[_gpu(0, BOARDS[0][0])], environ={}))
+    with phases.phase("training"):
+        time.sleep(0.15)
+    block = phases.record()["neighbours"]["training"]
+    assert "another PID namespace" in block["gpu_processes_note"] and not block["reasons"]
 
 
 def test_rapl_on_a_powercap_tree(tmp_path):
@@ -126,13 +220,16 @@ def test_no_energy_source_says_why(tmp_path):
     assert line({"energy": "unavailable", "reason": why}).startswith("energy: unavailable (RAPL")
 
 
-def _has_nvidia_gpu() -> bool:
-    return nvml_source()[0] is not None
+def _cuda_gpus() -> list:
+    from l40sbench.backends import cuda_driver
+
+    return [_gpu(d.ordinal, d.uuid) for d in cuda_driver.devices()]
 
 
-@pytest.mark.skipif(not _has_nvidia_gpu(), reason="no NVIDIA GPU (NVML) on this machine")
+@pytest.mark.skipif(not _cuda_gpus(), reason="no NVIDIA GPU (CUDA driver) on this machine")
 def test_the_real_nvml_path():
-    source, _ = nvml_source()
+    source, why = nvml_source(used=_cuda_gpus()[:1])
+    assert source is not None, why
     sampler = Sampler(source, interval=0.05)
     sampler.start()
     time.sleep(0.3)
@@ -141,36 +238,48 @@ def test_the_real_nvml_path():
     assert source.facts["driver"] and source.facts["power_limit_w"][0] > 0
 
 
-def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_throttling_makes_the_sweep_unstable(
+def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_a_slowdown_makes_the_sweep_unstable(
         monkeypatch):
     """A sweep configuration's timed steps are a phase as a run's training is: sampled from the telemetry source
-    (a stand-in that reads a rising energy counter and a power cap here), summed per image, and a throttled row
-    marks the sweep's stability with the row's name."""
+    of the row's devices (a stand-in that reads a rising energy counter, a power cap and a hardware slowdown
+    here), summed per image, and a row that slowed down marks the sweep's stability with the row's name."""
     from l40sbench.backends import telemetry as readers
     from l40sbench.synthetic.job import Job, StepSettings
     from l40sbench.synthetic.sweep import sweep_stability
     from l40sbench.synthetic.worker import _timed_row
 
     counter = {"j": 0.0}
+    asked = []
 
     def read():
         counter["j"] += 5.0
-        return {"power_w": 250.0, "energy_j": counter["j"], "clock_mhz": 1500.0, "throttle": ("power cap",)}
+        return {"power_w": 250.0, "energy_j": counter["j"], "clock_mhz": 1500.0,
+                "throttle": ("hardware slowdown", "power cap")}
+
+    def source(used):
+        asked.append(used)
+        return Source("stand-in", read), ""
+
+    cpu = [Device("CPU", "/device:CPU:0", 0, "a CPU")]
 
     def timed_row(step):
         job = Job("lenet", 2, 1, StepSettings(warmup_steps=1, steps=3))
-        return _timed_row(job, step, lambda *_: None, gflops=0.01, replicas=1, workers=1, kind="CPU",
+        return _timed_row(job, step, lambda *_: None, gflops=0.01, replicas=1, workers=1, used=cpu,
                           peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="a stand-in step")
 
-    monkeypatch.setattr(readers, "source", lambda: (Source("stand-in", read), ""))
+    monkeypatch.setattr(readers, "source", source)
     row = timed_row(lambda: time.sleep(0.02))
+    assert asked == [cpu] and row.extra["devices_used"] == [cpu[0].to_dict()]
     steps = row.telemetry["phases"]["steps"]
-    assert row.telemetry["source"] == "stand-in" and steps["energy_j"] > 0 and steps["throttle"] == ["power cap"]
+    assert row.telemetry["source"] == "stand-in" and steps["energy_j"] > 0
+    assert steps["throttle"] == ["hardware slowdown", "power cap"] and steps["power_cap_share"] == 1.0
     assert steps["j_per_image"] == pytest.approx(steps["energy_j"] / (2 * 3))
+    assert "steal_share" in row.telemetry["neighbours"]["steps"]
     stability = sweep_stability([row])
     assert stability["verdict"] == "unstable"
-    assert "the device throttled during lenet b2 x1 steps: power cap" in stability["reasons"]
-    monkeypatch.setattr(readers, "source", lambda: (None, "no energy source here"))
+    assert "the device slowed down during lenet b2 x1 steps: hardware slowdown (100 % of samples)" in stability[
+        "reasons"]
+    monkeypatch.setattr(readers, "source", lambda used: (None, "no energy source here"))
     quiet = timed_row(lambda: None)
-    assert quiet.telemetry == {"energy": "unavailable", "reason": "no energy source here"}
-    assert not any("throttled" in reason for reason in sweep_stability([quiet])["reasons"])
+    assert quiet.telemetry["energy"] == "unavailable" and quiet.telemetry["reason"] == "no energy source here"
+    assert not any("slowed down" in reason for reason in sweep_stability([quiet])["reasons"])

@@ -92,6 +92,6 @@ def facts(name: str | None = None) -> dict:
     if name is None:
         return {"backend": None, "backend_version": None}
     found = {"backend": name, "backend_version": load(name).version()}
-    if name != "tensorflow":
-        found["devices"] = load(name).device_facts()
+    if name != "tensorflow":  # TensorFlow's own block (core.env) lists its physical devices
+        found["devices"] = [{**d.to_dict(), "type": d.kind} for d in load(name).devices()]
     return found

@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from l40sbench.core.devices import Device
+
 NAME = "jax"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 SWEEP_STEP = "jax.jit over stateless_call and the optimizer's stateless_apply, keras.distribution.DataParallel"
@@ -38,29 +40,22 @@ def version() -> str:
     return f"{jax.__version__} (jaxlib {jaxlib.__version__})"
 
 
-def _kind(device) -> str:
-    return "GPU" if device.platform in ("gpu", "cuda", "rocm") else device.platform.upper()
-
-
-def device_facts() -> list[dict]:
+def devices() -> list[Device]:
+    """The devices jax computes on, in its order: its GPUs (each with the driver's UUID), else the CPU's."""
     import jax
 
+    from l40sbench.backends.cuda_driver import gpu_device
     from l40sbench.core.env import cpu_model
 
-    return [{"name": f"{d.platform}:{d.id}", "type": _kind(d),
-             "model": cpu_model() if d.platform == "cpu" else d.device_kind} for d in jax.devices()]
-
-
-def device_names() -> list[str]:
-    import jax
-
-    return [f"{d.platform}:{d.id}" for d in jax.devices()]
-
-
-def device() -> tuple[str, str]:
-    """(device kind, device name) of JAX's default device: the first GPU's, or the CPU model."""
-    first = device_facts()[0]
-    return first["type"], first["model"]
+    found = []
+    for d in jax.devices():
+        name = f"{d.platform}:{d.id}"
+        if d.platform in ("gpu", "cuda", "rocm"):
+            ordinal = getattr(d, "local_hardware_id", None)
+            found.append(gpu_device(d.id if ordinal is None else ordinal, name, d.device_kind))
+        else:
+            found.append(Device(d.platform.upper(), name, d.id, cpu_model()))
+    return found
 
 
 def _wait(*output: object) -> None:
@@ -229,7 +224,7 @@ def sweep_step(model_spec, job, optimizer, loss):
 
     devices = jax.devices()[:job.devices]
     if len(devices) < job.devices:
-        raise ValueError(f"{job.devices} devices asked, {len(jax.devices())} {_kind(jax.devices()[0])} device(s) "
+        raise ValueError(f"{job.devices} devices asked, {len(jax.devices())} {devices()[0].kind} device(s) "
                          "visible to jax")
     distribution = keras.distribution.DataParallel(devices=devices)
     keras.distribution.set_distribution(distribution)

@@ -92,16 +92,11 @@ def conv(shape: tuple, filters: int):
     return tf.function(lambda: tf.nn.conv2d(x, k, strides=1, padding="SAME"))
 
 
-def device() -> tuple[str, str]:
-    """(device kind, device name) of TensorFlow's default device: the first GPU's, or the CPU model."""
-    import tensorflow as tf
+def devices():
+    """TensorFlow's devices (backends.tf_device.devices): its visible GPUs, else the CPU."""
+    from l40sbench.backends.tf_device import devices as tf_devices
 
-    from l40sbench.core.env import cpu_model
-
-    if not tf.config.list_logical_devices("GPU"):
-        return "CPU", cpu_model()
-    return "GPU", tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
-        "device_name", "GPU")
+    return tf_devices()
 
 
 def peak_context(kind: str) -> dict:

@@ -6,13 +6,42 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from l40sbench.core.devices import CPU, GPU, Device, kind_of
 from l40sbench.core.timing import Sync, no_sync, on_host
 
 
-def has_gpu() -> bool:
+def devices() -> list[Device]:
+    """The devices TensorFlow computes on: its visible GPUs (each with the driver's UUID; TensorFlow's physical
+    GPU:k is CUDA device k), else the CPU. Reads physical devices only: the runtime does not start."""
     import tensorflow as tf
 
-    return bool(tf.config.list_logical_devices("GPU"))
+    from l40sbench.backends.cuda_driver import gpu_device
+    from l40sbench.core.env import cpu_model
+
+    visible = tf.config.get_visible_devices("GPU")
+    if not visible:
+        return [Device(CPU, "/physical_device:CPU:0", 0, cpu_model())]
+    return [gpu_device(int(g.name.rsplit(":", 1)[1]), g.name,
+                       tf.config.experimental.get_device_details(g).get("device_name")) for g in visible]
+
+
+def used_by(names) -> tuple[Device, ...]:
+    """The device records of a placement's logical device names: the k-th logical GPU is the k-th visible GPU
+    (one logical device each), and a logical CPU device is a share of the one CPU."""
+    known = devices()
+    found = []
+    for name in names:
+        index = int(name.rsplit(":", 1)[1])
+        if "GPU" in name and index < len(known) and known[index].kind == GPU:
+            found.append(Device(GPU, name, known[index].index, known[index].model, known[index].uuid,
+                                known[index].memory_mb))
+        else:
+            found.append(Device(CPU, name, index, known[0].model if known[0].kind == CPU else "CPU"))
+    return tuple(found)
+
+
+def has_gpu() -> bool:
+    return kind_of(devices()) == GPU
 
 
 def device_sync() -> Sync:
@@ -61,12 +90,6 @@ def configure_devices(devices: int, memory_limit_gb: float | None = None, multi_
     return "CPU"
 
 
-def physical_gpus() -> int:
-    import tensorflow as tf
-
-    return len(tf.config.list_physical_devices("GPU"))
-
-
 def cluster_env(worker_hosts: tuple[str, ...], task_index: int) -> str:
     """TF_CONFIG for this worker, as tf.distribute reads it."""
     return json.dumps({"cluster": {"worker": list(worker_hosts)}, "task": {"type": "worker", "index": task_index}})
@@ -77,11 +100,21 @@ class Placement:
     """Where training runs: a tf.distribute strategy over `count` local devices (x `workers` hosts), or None."""
 
     strategy: object | None
-    count: int
-    kind: str
-    names: tuple[str, ...]
+    used: tuple[Device, ...]
     workers: int = 1
     facts: dict = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.used)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.used)
+
+    @property
+    def kind(self) -> str:
+        return GPU if kind_of(self.used) == GPU else "CPU (logical devices of one CPU: they share its cores)"
 
     @property
     def replicas(self) -> int:
@@ -90,7 +123,8 @@ class Placement:
     def record(self, batch_per_device: int) -> dict:
         """The result's `devices` block: where training ran, and its global batch."""
         return {"count": self.count, "workers": self.workers, "replicas": self.replicas, "kind": self.kind,
-                "names": list(self.names), **self.facts, "batch_per_device": batch_per_device,
+                "names": list(self.names), "used": [d.to_dict() for d in self.used], **self.facts,
+                "batch_per_device": batch_per_device,
                 "global_batch": batch_per_device * self.replicas,
                 "inference": f"one device ({self.names[0]}): the latency probe serves one image at a time"}
 
@@ -122,7 +156,7 @@ def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task
     """
     import tensorflow as tf
 
-    gpus = physical_gpus()
+    gpus = len(tf.config.list_physical_devices("GPU"))
     cores = os.cpu_count() or 1
     if not gpus and worker_hosts and devices > 1:
         raise ValueError("several workers need GPUs for more than one device each: a worker without one runs "
@@ -134,7 +168,7 @@ def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task
         configure_devices(devices, multi_worker=True)
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         names = tuple(strategy.extended.worker_devices)
-        return Placement(strategy, len(names), _kind(names), names, workers=len(worker_hosts),
+        return Placement(strategy, used_by(names), workers=len(worker_hosts),
                          facts={"strategy": "MultiWorkerMirroredStrategy", "task_index": task_index,
                                 "worker_hosts": list(worker_hosts)})
     try:
@@ -145,10 +179,10 @@ def place(devices: int, available: int, worker_hosts: tuple[str, ...] = (), task
     if len(local) < devices:
         raise ValueError(f"{devices} devices asked, {len(local)} {kind} device(s) configured in this process")
     if devices == 1:
-        return Placement(None, 1, _kind(local[:1]), tuple(local[:1]), facts={"strategy": "none (one device)"})
+        return Placement(None, used_by(local[:1]), facts={"strategy": "none (one device)"})
     strategy = tf.distribute.MirroredStrategy(devices=local[:devices])
     names = tuple(strategy.extended.worker_devices)
-    return Placement(strategy, len(names), _kind(names), names, facts={"strategy": "MirroredStrategy"})
+    return Placement(strategy, used_by(names), facts={"strategy": "MirroredStrategy"})
 
 
 def place_for(config) -> Placement:
@@ -174,10 +208,6 @@ def place_early(config) -> Placement | None:
     """
     several = (config.devices_available or config.devices) > 1 or config.worker_hosts
     return place_for(config) if several else None
-
-
-def _kind(names) -> str:
-    return "GPU" if any("GPU" in n for n in names) else "CPU (logical devices of one CPU: they share its cores)"
 
 
 def replica_spread(variables) -> float:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from l40sbench.core.devices import CPU, GPU, Device
+
 NAME = "torch"
 SWEEP_STEP = "eager: forward, backward, optimizer.apply (as Keras' torch trainer)"
 FLOP_COUNTER = "torch.utils.flop_counter over one eager forward"
@@ -23,32 +25,20 @@ def version() -> str:
     return torch.__version__
 
 
-def _cuda() -> bool:
+def devices() -> list[Device]:
+    """The devices Keras puts tensors on: the CUDA GPUs (each with the driver's UUID), else the CPU."""
     import torch
 
-    return torch.cuda.is_available()
-
-
-def device_facts() -> list[dict]:
-    import torch
-
+    from l40sbench.backends.cuda_driver import gpu_device
     from l40sbench.core.env import cpu_model
 
-    facts = [{"name": "cpu", "type": "CPU", "model": cpu_model()}]
-    if _cuda():
-        facts = [{"name": f"cuda:{i}", "type": "GPU", "model": torch.cuda.get_device_name(i)}
-                 for i in range(torch.cuda.device_count())] + facts
-    return facts
+    if torch.cuda.is_available():
+        return [gpu_device(i, f"cuda:{i}", torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
+    return [Device(CPU, "cpu", 0, cpu_model())]
 
 
-def device_names() -> list[str]:
-    return [d["name"] for d in device_facts()]
-
-
-def device() -> tuple[str, str]:
-    """(device kind, device name) of the device Keras puts tensors on: the first GPU, else the CPU."""
-    first = device_facts()[0]
-    return first["type"], first["model"]
+def _on_gpu() -> bool:
+    return devices()[0].kind == GPU
 
 
 def sync():
@@ -57,7 +47,7 @@ def sync():
 
     from l40sbench.core.timing import no_sync, on_host
 
-    if not _cuda():
+    if not _on_gpu():
         return no_sync
 
     def wait(*output: object) -> None:
@@ -115,7 +105,7 @@ def peak_memory_mb(kind: str) -> float | None:
 # --- the peak's kernels ---------------------------------------------------------------------
 
 def _device_name() -> str:
-    return "cuda" if _cuda() else "cpu"
+    return "cuda" if _on_gpu() else "cpu"
 
 
 def matmul(precision: str) -> Callable[[int], Callable[[], object]]:
@@ -191,7 +181,7 @@ def sweep_step(model_spec, job, optimizer, loss):
     size = model.input_shape[1]
     x = keras.random.uniform((job.per_device_batch, size, size, 3), seed=0)
     y = keras.random.randint((job.per_device_batch,), 0, 1000, seed=1)
-    names = [device_names()[0]]
+    names = [devices()[0].name]
     if job.settings.mode == "inference":
         def infer():
             with torch.no_grad():

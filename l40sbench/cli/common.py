@@ -123,9 +123,10 @@ def device_counts(values: tuple) -> tuple[int, ...]:
         if min(values) < 1:
             raise UserError(f"--devices must be at least 1. Received: {min(values)}")
         return tuple(values)
-    from l40sbench.backends.tf_device import physical_gpus
+    from l40sbench.backends.tf_device import devices
+    from l40sbench.core.devices import gpus as gpus_of
 
-    gpus = physical_gpus()
+    gpus = len(gpus_of(devices()))
     if not gpus:
         log("--devices all: no GPU visible, so one device")
     return (gpus or 1,)

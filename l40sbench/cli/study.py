@@ -55,6 +55,7 @@ def add(subparsers) -> None:
 def _machine(peak_file: Path, backend: str):
     """This machine's float32 peak (measured once, kept in `peak_file` for every step, unless
     $L40SBENCH_PEAK_FILE names a kept one already) and its GPUs."""
+    from l40sbench.backends import cuda_driver
     from l40sbench.peak.cache import PEAK_FILE_VARIABLE
     from l40sbench.peak.cache import peak_file as backend_file
     from l40sbench.study.plan import Machine
@@ -69,15 +70,7 @@ def _machine(peak_file: Path, backend: str):
                             f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     peak = json.loads(backend_file(peak_file, backend).read_text())
     gpu = peak.get("device_kind") == "GPU"
-    return Machine(peak["matmul"]["float32"]["gflops"], gpu, _gpu_count() if gpu else 1)
-
-
-def _gpu_count() -> int:
-    """The GPUs nvidia-smi lists (a sweep's device counts go up to it); 1 where it cannot tell."""
-    if not shutil.which("nvidia-smi"):
-        return 1
-    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines()
-    return max(1, sum(line.startswith("GPU ") for line in listed))
+    return Machine(peak["matmul"]["float32"]["gflops"], gpu, max(1, len(cuda_driver.devices())) if gpu else 1)
 
 
 def _plan_lines(plan) -> list[str]:

@@ -20,6 +20,8 @@ from l40sbench.core.timing import Clock
 
 INTERVAL_SECONDS = 0.1  # NVML refreshes power about every 20-100 ms; RAPL's counter every ~1 ms
 JOULES_PER_KWH = 3.6e6
+# Where a heavy, sustained GPU job normally runs: information (its share of a phase), not a slowdown.
+POWER_CAP = "power cap"
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,9 @@ class Reading:
     """One sample of the device, at `seconds` on the sampler's clock; a field the device does not report is None.
 
     energy_j: the cumulative energy counter in joules (never wrapping: see CounterTotal).
-    clock_mhz: the SM clock of a GPU (the lowest over the GPUs), or the mean current frequency of the CPUs.
-    throttle: the throttle reasons active at this sample, by name.
+    clock_mhz: the SM clock of a GPU (the lowest over the run's GPUs), or the mean current frequency of the CPUs.
+    throttle: the clock-event reasons active at this sample, by name (POWER_CAP among them).
+    boards: on several GPUs' sources, each board's own fields (with its `uuid`) at this sample.
     """
 
     seconds: float
@@ -39,15 +42,18 @@ class Reading:
     temperature_c: float | None = None
     utilisation_percent: float | None = None
     throttle: tuple[str, ...] = ()
+    boards: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
 class Source:
-    """A way to read a device: `read()` gives one Reading's fields (seconds filled in by the sampler)."""
+    """A way to read a device: `read()` gives one Reading's fields (seconds filled in by the sampler);
+    `processes()`, where the device lists them (NVML), the processes on it now (pid, board, memory_mb)."""
 
     name: str
     read: Callable[[], dict]
-    facts: dict | None = None  # what env records of it (driver, power limit, application clocks)
+    facts: dict | None = None  # what env records of it (driver, boards, power limit, application clocks)
+    processes: Callable[[], list[dict]] | None = None
 
 
 def counter_energy(values: Sequence[float], wrap: float | None = None) -> float:
@@ -86,9 +92,17 @@ def _range(values: list[float]) -> list[float] | None:
     return [min(values), max(values)] if values else None
 
 
+def _shares(readings: Sequence[Reading]) -> dict[str, float]:
+    """Each clock-event reason's share of the phase's samples."""
+    names = sorted({reason for r in readings for reason in r.throttle})
+    return {name: sum(name in r.throttle for r in readings) / len(readings) for name in names}
+
+
 def phase_summary(readings: Sequence[Reading], images: int | None) -> dict:
-    """A phase's telemetry: energy in J (and its basis), J/image, images/kWh, mean and max power, the clock,
-    memory clock and temperature ranges, the mean utilisation, and every throttle reason seen."""
+    """A phase's telemetry: energy in J (and its basis), J/image, images/kWh, mean and max power, the clock
+    (range and median), memory clock and temperature ranges, the mean utilisation, every clock-event reason
+    seen with its share of the samples (`power_cap_share` apart: information, not a slowdown; `slowdowns`:
+    the others), and on several boards each board's own summary by UUID."""
     if len(readings) < 2:
         return {"samples": len(readings), "energy": "unavailable",
                 "reason": "fewer than two readings in the phase (shorter than the sampling interval)"}
@@ -104,17 +118,25 @@ def phase_summary(readings: Sequence[Reading], images: int | None) -> dict:
     duration = seconds[-1] - seconds[0]
     known_power = [p for p in powers if p is not None]
     utilisation = [r.utilisation_percent for r in readings if r.utilisation_percent is not None]
+    clocks = sorted(r.clock_mhz for r in readings if r.clock_mhz is not None)
+    shares = _shares(readings)
     summary = {
         "samples": len(readings), "seconds": duration,
-        "clock_mhz": _range([r.clock_mhz for r in readings if r.clock_mhz is not None]),
+        "clock_mhz": _range(clocks), "clock_mhz_median": clocks[len(clocks) // 2] if clocks else None,
         "memory_clock_mhz": _range([r.memory_clock_mhz for r in readings if r.memory_clock_mhz is not None]),
         "temperature_c": _range([r.temperature_c for r in readings if r.temperature_c is not None]),
         "utilisation_percent_mean": sum(utilisation) / len(utilisation) if utilisation else None,
         "power_w_mean": sum(known_power) / len(known_power) if known_power else (
             energy / duration if energy is not None and duration > 0 else None),
         "power_w_max": max(known_power) if known_power else None,
-        "throttle": sorted({reason for r in readings for reason in r.throttle}),
+        "throttle": sorted(shares), "power_cap_share": shares.get(POWER_CAP, 0.0),
+        "slowdowns": {name: share for name, share in shares.items() if name != POWER_CAP},
     }
+    uuids = [b.get("uuid") for b in readings[0].boards]
+    if uuids and all(len(r.boards) == len(uuids) for r in readings):
+        summary["boards"] = {uuid: phase_summary([Reading(r.seconds, **{k: v for k, v in r.boards[i].items()
+                                                                        if k != "uuid"}) for r in readings], None)
+                             for i, uuid in enumerate(uuids)}
     if energy is None:
         return {**summary, "energy": "unavailable", "reason": "the device reports neither energy nor power"}
     return {**summary, "energy_j": energy, "energy_basis": basis,
@@ -158,10 +180,37 @@ class Sampler:
         return list(self._readings)
 
 
+def slowdowns(summary: dict) -> list[str]:
+    """The clock-event reasons other than the power cap seen in a phase (a record without `slowdowns`, written
+    before the power cap was told apart, has its `throttle` list)."""
+    if "slowdowns" in summary:
+        return sorted(summary["slowdowns"])
+    return [name for name in summary.get("throttle") or () if name != POWER_CAP]
+
+
 def throttle_reasons(phases: dict) -> list[str]:
-    """One stability reason per phase in which the device throttled, naming the reasons."""
-    return [f"the device throttled during {phase}: {', '.join(summary['throttle'])}"
-            for phase, summary in phases.items() if summary.get("throttle")]
+    """One stability reason per phase in which the device slowed down against its will (hardware slowdown,
+    thermal, power brake), naming the reasons and their share of the phase; the power cap alone is none."""
+    reasons = []
+    for phase, summary in phases.items():
+        found = slowdowns(summary)
+        if found:
+            shares = summary.get("slowdowns") or {}
+            named = ", ".join(f"{n} ({100 * shares[n]:.0f} % of samples)" if n in shares else n for n in found)
+            reasons.append(f"the device slowed down during {phase}: {named}")
+    return reasons
+
+
+def clock_reasons(phases: dict, reference_mhz: float | None, drop: float | None) -> list[str]:
+    """One stability reason per phase whose median clock fell more than `drop` (a share) below
+    `reference_mhz`, the clock the peak was measured at; none where either is unknown."""
+    if not reference_mhz or drop is None:
+        return []
+    return [f"the device's clock during {phase} (median {s['clock_mhz_median']:.0f} MHz) fell "
+            f"{100 * (1 - s['clock_mhz_median'] / reference_mhz):.0f} % below the {reference_mhz:.0f} MHz the peak "
+            f"was measured at (limit {100 * drop:.0f} %)"
+            for phase, s in phases.items()
+            if s.get("clock_mhz_median") and s["clock_mhz_median"] < (1 - drop) * reference_mhz]
 
 
 def line(telemetry: dict | None) -> str:
@@ -178,39 +227,55 @@ def line(telemetry: dict | None) -> str:
         per_image = f", {s['j_per_image']:.3g} J/image" if s.get("j_per_image") else ""
         power = f", mean {s['power_w_mean']:.0f} W" if s.get("power_w_mean") else ""
         clocks = f", clock {s['clock_mhz'][0]:.0f}-{s['clock_mhz'][1]:.0f} MHz" if s.get("clock_mhz") else ""
-        throttled = f", THROTTLED: {', '.join(s['throttle'])}" if s.get("throttle") else ""
-        parts.append(f"{phase} {s['energy_j']:.4g} J{per_image}{power}{clocks}{throttled}")
+        capped = f", at the power cap {100 * s['power_cap_share']:.0f} %" if s.get("power_cap_share") else ""
+        throttled = f", SLOWED: {', '.join(slowdowns(s))}" if slowdowns(s) else ""
+        parts.append(f"{phase} {s['energy_j']:.4g} J{per_image}{power}{clocks}{capped}{throttled}")
     return f"energy ({telemetry['source']}): " + "; ".join(parts)
 
 
 class Phases:
     """Samples a telemetry source (backends.telemetry.source()'s pair: the source, or None and why) during each
-    timed phase; without one, the record says energy is unavailable and why."""
+    timed phase, and watches for neighbours (core.neighbours) at each phase's start and end whatever the
+    source; without a source, the record says energy is unavailable and why."""
 
-    def __init__(self, found: tuple[Source | None, str]):
+    def __init__(self, found: tuple[Source | None, str], clock: Clock = time.monotonic):
+        from l40sbench.core.neighbours import Watch
+
         self.source, self.why = found
         self.summaries: dict[str, dict] = {}
+        self.neighbours: dict[str, dict] = {}
+        self._watch = Watch(self.source.processes if self.source is not None else None)
+        self._clock = clock
 
     @contextmanager
     def phase(self, name: str):
         """Samples while the block runs; the block sets `done["images"]` to the images the phase processed."""
         done: dict = {"images": None}
-        if self.source is None:
-            yield done
-            return
-        sampler = Sampler(self.source)
-        sampler.start()
+        first = self._watch.snapshot(self._clock())
+        sampler = Sampler(self.source, clock=self._clock) if self.source is not None else None
+        if sampler is not None:
+            sampler.start()
         try:
             yield done
         finally:
-            summary = phase_summary(sampler.stop(), done["images"])
-            self.summaries[name] = {**summary, "reader_error": sampler.error} if sampler.error else summary
+            if sampler is not None:
+                summary = phase_summary(sampler.stop(), done["images"])
+                self.summaries[name] = {**summary, "reader_error": sampler.error} if sampler.error else summary
+            self.neighbours[name] = self._watch.between(first, self._watch.snapshot(self._clock()))
 
     def record(self) -> dict:
-        if self.source is None:
-            return {"energy": "unavailable", "reason": self.why}
-        return {"source": self.source.name, "phases": dict(self.summaries)}
+        found = {"energy": "unavailable", "reason": self.why} if self.source is None else {
+            "source": self.source.name, "phases": dict(self.summaries)}
+        return {**found, "neighbours": dict(self.neighbours)}
 
-    def reasons(self) -> list[str]:
-        """The stability guard's causes from the telemetry: each phase in which the device throttled."""
-        return throttle_reasons(self.summaries)
+    def reasons(self, reference_mhz: float | None = None, clock_drop: float | None = None) -> list[str]:
+        """The stability guard's causes from the telemetry: each phase in which the device slowed down against
+        its will or its clock fell more than `clock_drop` below `reference_mhz`, and each neighbour that
+        mattered."""
+        return (throttle_reasons(self.summaries) + clock_reasons(self.summaries, reference_mhz, clock_drop)
+                + neighbour_reasons(self.neighbours))
+
+
+def neighbour_reasons(neighbours: dict) -> list[str]:
+    return [f"a neighbour during {phase}: {reason}" for phase, block in neighbours.items()
+            for reason in block.get("reasons") or ()]

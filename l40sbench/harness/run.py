@@ -12,8 +12,9 @@ import numpy as np
 
 from l40sbench.backends.telemetry import source as telemetry_source
 from l40sbench.core import env as env_mod
+from l40sbench.core.devices import kind_of
 from l40sbench.core.results import RunResult, TrainResult
-from l40sbench.core.stability import verdict
+from l40sbench.core.stability import limits_for, verdict
 from l40sbench.core.task import Flops, Probe, Save
 from l40sbench.core.telemetry import Phases
 from l40sbench.core.text import Log
@@ -29,8 +30,7 @@ def one_device(kernels):
     """Where a run on another backend than tensorflow trains: its first device, no strategy."""
     from l40sbench.backends.tf_device import Placement
 
-    kind, name = kernels.device()
-    return Placement(None, 1, kind, (name,), facts={"strategy": f"none (one device; {kernels.NAME})"})
+    return Placement(None, tuple(kernels.devices()[:1]), facts={"strategy": f"none (one device; {kernels.NAME})"})
 
 
 def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainResult, train_images_per_epoch: int,
@@ -46,13 +46,16 @@ def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainRes
     return {"flop_counter": flops.counter, **figures} if flops.counter else figures
 
 
-def stability(guard: Guard, epoch_seconds, probe: Probe | None, phases: Phases) -> dict:
-    """The run's stability block: the guard's bursts so far, the steady epochs, the probe's latencies and any
-    phase in which the device throttled."""
+def stability(guard: Guard, epoch_seconds, probe: Probe | None, phases: Phases, kind: str, peak: dict) -> dict:
+    """The run's stability block under the limits of the device's kind: the guard's bursts so far, the steady
+    epochs, the probe's latencies, any phase in which the device slowed down or its clock fell well below the
+    clock the peak was measured at, and any neighbour that mattered."""
     samples = {"steady epochs": (list(epoch_seconds[1:]), " s")}
     if probe is not None:
         samples["per-image latency"] = (list(probe.inference.times_ms), " ms")
-    return verdict([b.to_dict() for b in guard.bursts], samples, phases.reasons())
+    reference = (peak.get("telemetry") or {}).get("clock_mhz_median")
+    reasons = phases.reasons(reference, limits_for(kind).clock_drop)
+    return verdict([b.to_dict() for b in guard.bursts], samples, reasons, kind=kind)
 
 
 def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
@@ -83,7 +86,8 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     built = task.build(config, data, placement, placement.record(config.batch_size), log)
     startup.mark("model and weights")
     sync = kernels.sync()
-    phases = Phases(telemetry_source())
+    kind = kind_of(placement.used)
+    phases = Phases(telemetry_source(placement.used))
     power = {"device_power": phases.source.facts} if phases.source is not None and phases.source.facts else {}
     env = {**env_mod.fingerprint(backends.facts()), **power,
            "peak": measure_env(sync=sync, log=log, backend=config.backend)}
@@ -107,7 +111,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
                                          scoring_seconds_per_epoch=loop.scoring_seconds),
             weights=built.weights, model=built.model_info, inference=inference,
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
-            devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases),
+            devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases, kind, env["peak"]),
             telemetry=phases.record(), time_to_first_step=startup.block,
         )
 

@@ -63,7 +63,7 @@ class Guard:
         from l40sbench.backends import load
 
         kernels = load(backend)
-        kind, _ = kernels.device()
+        kind = kernels.devices()[0].kind
         self.n = BURST_SIZE.get(kind, BURST_SIZE["CPU"])
         self._kernels, self._kind, self._sync = kernels, kind, sync
         self._call: Callable[[], object] | None = None

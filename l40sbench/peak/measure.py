@@ -145,7 +145,8 @@ def measure(sync: Sync | None = None, backend: str = "tensorflow") -> Peak:
 
     kernels = load(backend)
     sync = kernels.sync() if sync is None else sync
-    kind, device = kernels.device()
+    first = kernels.devices()[0]
+    kind, device = first.kind, first.model
     cpuinfo = read_text("/proc/cpuinfo")
     flags = cpu_facts(cpuinfo).get("flags", set())
     peaks = []
@@ -161,13 +162,13 @@ def measure(sync: Sync | None = None, backend: str = "tensorflow") -> Peak:
 
 
 @contextlib.contextmanager
-def clocks_while_measured():
-    """The device's clocks, temperature, power and throttle reasons while the peak is measured, where the
-    device reports them (NVML on a GPU, cpufreq on a CPU): `seen["summary"]` after the block, else None."""
+def clocks_while_measured(used):
+    """The clocks, temperature, power and throttle reasons of the devices `used` while the peak is measured,
+    where they report them (NVML on a GPU, cpufreq on a CPU): `seen["summary"]` after the block, else None."""
     from l40sbench.backends.telemetry import source
     from l40sbench.core.telemetry import Sampler, phase_summary
 
-    reader, _ = source()
+    reader, _ = source(used)
     seen: dict = {"summary": None}
     if reader is None:
         yield seen
@@ -193,15 +194,16 @@ def measure_env(sync: Sync | None = None, log: Callable[[str], None] = lambda _:
     from l40sbench.backends import load
     from l40sbench.backends.telemetry import facts as power_facts
 
-    kind, device = load(backend).device()
-    power = power_facts()  # a GPU's driver, power limit and application clocks: a peak under others is not this one
+    used = load(backend).devices()[:1]
+    kind, device = used[0].kind, used[0].model
+    power = power_facts(used)  # a GPU's driver, power limit and application clocks: a peak under others is not this one
     context = {"device_kind": kind, "device": device, "host": platform.node(), "backend": backend,
                **load(backend).peak_context(kind), **({"device_power": power} if power else {})}
     path = os.environ.get(PEAK_FILE_VARIABLE)
 
     def measure_now() -> dict:
         log(f"measuring this device's peak on {backend} (matmul per precision, 3x3 conv) ...")
-        with clocks_while_measured() as seen:
+        with clocks_while_measured(used) as seen:
             measured = measure(sync, backend).to_dict()
         return {**measured, **context, **({"telemetry": seen["summary"]} if seen["summary"] else {})}
 

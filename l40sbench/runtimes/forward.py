@@ -37,10 +37,10 @@ class LoadedModel:
 
 
 def tf_device_kind() -> str:
-    """Where TensorFlow places a model's ops in this process: GPU where one is visible."""
-    import tensorflow as tf
+    """Where TensorFlow places a model's ops in this process: the kind of its first device."""
+    from l40sbench.backends.tf_device import devices
 
-    return "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+    return devices()[0].kind
 
 
 def load_tf(path: Path, precision: str, threads: int, file_precision: str, xla: bool = False) -> LoadedModel:

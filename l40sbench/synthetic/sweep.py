@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 from l40sbench.core.env import gpu_models
 from l40sbench.core.records import to_json, write_atomic
@@ -32,10 +31,10 @@ FIND_MAX_BATCH_NEEDS_A_CAP = ("--find-max-batch needs --memory-limit on a machin
 
 
 def nvidia_gpu_present() -> bool:
-    """Whether the NVIDIA driver lists a GPU that CUDA_VISIBLE_DEVICES leaves visible (no TensorFlow needed)."""
-    gpus = Path("/proc/driver/nvidia/gpus")
-    hidden = os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1")
-    return not hidden and gpus.is_dir() and any(gpus.iterdir())
+    """Whether the CUDA driver shows this process a GPU after CUDA_VISIBLE_DEVICES (no framework needed)."""
+    from l40sbench.backends import cuda_driver
+
+    return bool(cuda_driver.devices())
 
 
 def with_utilisation(row: Row, state: dict) -> Row:
@@ -203,10 +202,11 @@ def build_result(config: SweepConfig, state: dict, rows: list[Row], complete: bo
 
 
 def sweep_stability(rows) -> dict:
-    """The sweep's stability block: the bursts of every row in their order, each row's timed steps, and each
-    row whose device throttled while its steps were timed."""
+    """The sweep's stability block under the limits of the rows' kind of device: the bursts of every row in
+    their order, each row's timed steps, each row whose device slowed down while its steps were timed, and
+    each row that had a neighbour."""
     from l40sbench.core.stability import verdict
-    from l40sbench.core.telemetry import throttle_reasons
+    from l40sbench.core.telemetry import neighbour_reasons, throttle_reasons
 
     def label(row) -> str:
         return f"{row.model} b{row.per_device_batch} x{row.devices} steps"
@@ -214,7 +214,10 @@ def sweep_stability(rows) -> dict:
     bursts = [b for r in rows for b in r.bursts]
     steps = {label(r): (list(r.step_ms), " ms") for r in rows if r.step_ms}
     throttled = {label(r): (r.telemetry.get("phases") or {}).get("steps") or {} for r in rows}
-    return verdict(bursts, steps, throttle_reasons(throttled))
+    neighbours = {label(r): ((r.telemetry or {}).get("neighbours") or {}).get("steps") or {} for r in rows}
+    kinds = {r.device_kind for r in rows if r.status == "ok"}
+    return verdict(bursts, steps, throttle_reasons(throttled) + neighbour_reasons(neighbours),
+                   kind="GPU" if "GPU" in kinds else "CPU")
 
 
 

@@ -18,9 +18,10 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from l40sbench.core.child import first_line
+from l40sbench.core.devices import Device, kind_of
 from l40sbench.core.results import Row
 from l40sbench.synthetic.job import Job, failed_row, flops_per_image
 
@@ -119,9 +120,9 @@ def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
     return _host_peak_mb()
 
 
-def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: int, kind: str,
+def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: int, used: Sequence[Device],
                peak_memory_mb: Callable[[], float | None], started: float, compiled: str) -> Row:
-    """Warms up, times `steps` steps and makes the configuration's row (every backend's)."""
+    """Warms up, times `steps` steps on the devices `used` and makes the configuration's row (every backend's)."""
     from l40sbench.backends import load
     from l40sbench.backends.telemetry import source
     from l40sbench.core.intervals import describe
@@ -131,7 +132,8 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
     from l40sbench.peak.burst import Guard
 
     time_calls(lambda _: step(), range(job.settings.warmup_steps), sync=sync)
-    phases = Phases(source())  # what the device did while the steps were timed
+    kind = kind_of(used)
+    phases = Phases(source(used))  # what the run's devices did while the steps were timed
     with phases.phase("steps") as done:
         seconds = time_calls(lambda _: step(), range(job.settings.steps), sync=sync)
         done["images"] = job.per_device_batch * replicas * len(seconds)
@@ -150,7 +152,8 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         bursts=tuple(b.to_dict() for b in guard.bursts), telemetry=phases.record(),
         gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=peak_memory_mb(), seconds=time.perf_counter() - started, backend=job.settings.backend,
-        extra={"flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled, "peak_memory": PEAK_MEMORY},
+        extra={"devices_used": [d.to_dict() for d in used],
+               "flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled, "peak_memory": PEAK_MEMORY},
     )
 
 
@@ -165,11 +168,12 @@ def measure_keras3(job: Job) -> Row:
 
     kernels = load(job.settings.backend)
     keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
-    kind, _ = kernels.device()
     step, _, replicas, model = kernels.sweep_step(MODELS.get(job.model), job, _optimizer(job.settings.optimizer, "fp32"),
                                               keras.losses.sparse_categorical_crossentropy)
     gflops = job.gflops_per_image if job.gflops_per_image is not None else kernels.forward_gflops(model, model.input_shape[1])
-    return _timed_row(job, step, kernels.sync(), gflops=gflops, replicas=replicas, workers=1, kind=kind,
+    used = kernels.devices()[:replicas]
+    kind = kind_of(used)
+    return _timed_row(job, step, kernels.sync(), gflops=gflops, replicas=replicas, workers=1, used=used,
                       peak_memory_mb=lambda: kernels.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
                       compiled=kernels.SWEEP_STEP)
 
@@ -192,7 +196,7 @@ def measure(job: Job) -> Row:
     # Devices are configured before any strategy starts TensorFlow's runtime.
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
-    from l40sbench.backends.tf_device import device_sync
+    from l40sbench.backends.tf_device import device_sync, used_by
     from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.settings import keras_policy
     from l40sbench.synthetic.models import MODELS
@@ -210,7 +214,7 @@ def measure(job: Job) -> Row:
         model = spec.build()
         gflops = job.gflops_per_image if job.gflops_per_image is not None else forward_gflops(model, spec.size)
         step = build_step(strategy, model, job, job.per_device_batch * replicas)
-    return _timed_row(job, step, device_sync(), gflops=gflops, replicas=replicas, workers=workers, kind=kind,
+    return _timed_row(job, step, device_sync(), gflops=gflops, replicas=replicas, workers=workers, used=used_by(names),
                       peak_memory_mb=lambda: _peak_memory_mb(kind, names), started=time.perf_counter(),
                       compiled=f"tf.function under {type(strategy).__name__}" + (", XLA" if job.settings.xla else ""))
 
@@ -232,23 +236,15 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def job_main(job: Job) -> Row:
+    from l40sbench.backends import load
+
     workers, _ = _workers()
     try:
         return measure(job)
     except Exception as exc:  # noqa: BLE001 - any failure is this configuration's result
         status = "oom" if _is_oom(exc) else "error"
         return failed_row(job, status, f"{type(exc).__name__}: {first_line(exc)}",
-                          device_kind=_device_kind(job.settings.backend), workers=workers)
-
-
-def _device_kind(backend: str) -> str:
-    if backend != "tensorflow":
-        from l40sbench.backends import load
-
-        return load(backend).device()[0]
-    import tensorflow as tf
-
-    return "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+                          device_kind=load(job.settings.backend).devices()[0].kind, workers=workers)
 
 
 def measure_peak_main() -> dict:

@@ -1,0 +1,84 @@
+"""Neighbours: other processes' CPU time and steal from /proc (a tree written in a temporary folder, then the
+real one with a process spinning beside a phase), and the run's own processes left out."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from l40sbench.core.neighbours import Watch, cpu_line, parse_stat, steal_share
+
+
+def _stat(pid, ppid, name, ticks, started=100):
+    fields = ["S", str(ppid)] + ["0"] * 9 + [str(ticks), "0"] + ["0"] * 6 + [str(started)] + ["0"] * 10
+    return f"{pid} ({name}) " + " ".join(fields)
+
+
+def _proc(root, cpu, processes):
+    root.mkdir(exist_ok=True)
+    (root / "stat").write_text("cpu  " + " ".join(map(str, cpu)) + " 0 0\ncpu0 1 2 3\n")
+    for old in root.iterdir():
+        if old.is_dir():
+            (old / "stat").unlink()
+            old.rmdir()
+    for pid, ppid, name, ticks, *started in processes:
+        (root / str(pid)).mkdir()
+        (root / str(pid) / "stat").write_text(_stat(pid, ppid, name, ticks, *started))
+
+
+def test_proc_lines_parse_with_spaces_in_names_and_steal_is_the_eighth_field():
+    process = parse_stat(_stat(42, 1, "Web Content (x)", 250, 777))
+    assert (process.pid, process.ppid, process.name, process.cpu_ticks, process.started) == (
+        42, 1, "Web Content (x)", 250, 777)
+    before = cpu_line("cpu  100 0 50 800 0 0 0 50 0 0")
+    after = cpu_line("cpu  200 0 100 1600 0 0 0 100 0 0")
+    assert steal_share(before, after) == pytest.approx(50 / 1000)
+    assert steal_share([], after) is None
+
+
+def test_a_busy_neighbour_and_steal_are_named_and_the_runs_own_processes_are_not(tmp_path):
+    """Over 10 s on 2 cores (20 core-seconds): pid 7 used 4 s (20 %), pid 8 0.5 s (below the 10 % bar), the
+    run's child (pid 11 under pid 10, the run) 9 s, a kernel worker that renamed itself nothing new; steal 8 %."""
+    root = tmp_path / "proc"
+    watch = Watch(root=root, cores=2, me=10)
+    _proc(root, [1000, 0, 0, 1000, 0, 0, 0, 0], [(7, 1, "spinner", 100), (8, 1, "sshd", 10),
+                                                  (10, 1, "python", 500), (11, 10, "onnx child", 0),
+                                                  (12, 2, "kworker/0:1-events", 900, 5)])
+    start = watch.snapshot(0.0)
+    _proc(root, [1900, 0, 0, 1920, 0, 0, 0, 180], [(7, 1, "spinner", 500), (8, 1, "sshd", 60),
+                                                    (10, 1, "python", 2000), (11, 10, "onnx child", 900),
+                                                    (12, 2, "kworker/0:1-virtio", 900, 5)])
+    block = watch.between(start, watch.snapshot(10.0))
+    assert [p["pid"] for p in block["busy_processes"]] == [7]
+    assert block["busy_processes"][0]["share"] == pytest.approx(0.2)
+    assert block["cpu_seconds_others"] == pytest.approx(4.5) and block["steal_share"] == pytest.approx(180 / 2000)
+    assert block["reasons"] == ["spinner (pid 7) used 20 % of the machine's CPU time",
+                                "the hypervisor gave 9 % of the CPU time to other tenants (steal)"]
+
+
+def test_a_process_spinning_beside_a_phase_is_named_on_this_machine():
+    """The spinner is started through a shell that exits at once, so it is not this process's child (which
+    would be the run's own)."""
+    from l40sbench.core.telemetry import Phases
+
+    phases = Phases((None, "no source here"))
+    with phases.phase("quiet"):
+        time.sleep(0.3)
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 4: pass"
+    pid = int(subprocess.run(["sh", "-c", f'{sys.executable} -c "{spin}" >/dev/null 2>&1 & echo $!'],
+                             capture_output=True, text=True, check=True).stdout)
+    try:
+        time.sleep(0.3)  # past its start-up
+        with phases.phase("busy"):
+            time.sleep(1.0)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    record = phases.record()
+    assert record["energy"] == "unavailable" and set(record["neighbours"]) == {"quiet", "busy"}
+    assert all(block["steal_share"] is None or 0 <= block["steal_share"] < 1 for block in record["neighbours"].values())
+    busy = record["neighbours"]["busy"]
+    assert pid in [p["pid"] for p in busy["busy_processes"]], busy
+    assert any(f"(pid {pid}) used" in reason for reason in phases.reasons())
