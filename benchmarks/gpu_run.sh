@@ -49,6 +49,9 @@ fi
 export KERAS_BACKEND="$backend"
 export L40SBENCH_PEAK_FILE="$out/peak.json"  # one peak for every run of this script
 log "backend $backend; results in $out"
+# What the machine is and which boards a run would use (the device records, NVML's boards by UUID, the
+# neighbours now), before anything is measured.
+"$python" -m l40sbench env --backend "$backend" | tee "$out/env.txt" >&2
 
 study=(study all --backend "$backend" --output-dir "$out")
 if [ "${GPU_RUN_TINY:-}" = "1" ]; then
@@ -58,8 +61,8 @@ else
 fi
 log "l40sbench ${study[*]} ..."
 "$python" -m l40sbench "${study[@]}" | tee "$out/study.txt"
-# Each step's telemetry and stability lines, so the first GPU session sees the energy, clocks and throttle
-# reasons it recorded, or why it could not.
+# Each step's telemetry, neighbours and stability lines, so the first GPU session sees the energy, clocks,
+# power-cap share and slowdowns it recorded for the boards it used (or why it could not), and who else ran.
 "$python" - "$out" >&2 <<'PY'
 import json
 import sys
@@ -72,6 +75,13 @@ for result in sorted(Path(sys.argv[1]).glob("[0-9][0-9]-*/result.json")):
     record, name = json.loads(result.read_text()), result.parent.name
     if "telemetry" in record:
         print(f"{name}: {energy_line(record['telemetry'])}")
+        for phase, block in (record["telemetry"].get("neighbours") or {}).items():
+            steal = block.get("steal_share")
+            print(f"{name} {phase}: others {100 * block['cpu_share_others']:.1f} % of the CPU, steal "
+                  f"{'unknown' if steal is None else f'{100 * steal:.1f} %'}, GPU processes "
+                  f"{[p.get('pid') for p in block.get('gpu_processes', [])]}")
+        used = (record.get("devices") or {}).get("used") or []
+        print(f"{name}: devices used {[(d['name'], d.get('uuid')) for d in used]}")
     for row in record.get("rows", []):  # a sweep: each configuration's timed steps
         if row.get("telemetry"):
             label = f"{row['model']} b{row['per_device_batch']} x{row['devices']}"

@@ -1,5 +1,7 @@
 """core.stability's rules on known samples, and the guard's burst on a fake clock."""
 
+import time
+
 import numpy as np
 
 from l40sbench.core.stability import (
@@ -76,6 +78,22 @@ def test_burst_rate_on_a_fake_clock():
     got = burst(call, 100, "start", samples=3, sample_seconds=0.05, clock=clock, sleep=lambda s: None)
     assert got.gflops == np.float64(0.2) or abs(got.gflops - 0.2) < 1e-9
     assert len(got.samples_gflops) == 3 and got.moment == "start"
+    assert got.form == "3 samples of 50 ms, 0.1 s apart"
+
+
+def test_on_a_gpu_the_guard_bursts_back_to_back_for_half_a_second_and_says_so(monkeypatch):
+    """Gaps let a GPU's boost clock recover; its guard keeps the load on for 0.6 s, the CPU's keeps its gaps."""
+    from l40sbench.backends import jax as jax_backend
+    from l40sbench.core.devices import Device
+    from l40sbench.peak import burst as burst_module
+
+    monkeypatch.setattr(jax_backend, "devices", lambda: [Device("GPU", "cuda:0", 0, "a GPU")])
+    monkeypatch.setattr(jax_backend, "matmul", lambda precision: lambda n: (lambda: time.sleep(0.002)))
+    guard = burst_module.Guard("jax", lambda *_: None)
+    measured = guard.check("start")
+    assert measured.form == "6 samples of 100 ms, back to back" and measured.matmul_n == 8192
+    assert 0.6 <= measured.seconds
+    assert burst_module.form(burst_module.CPU_BURST) == "6 samples of 30 ms, 0.1 s apart"
 
 
 def test_the_power_cap_alone_is_stable_and_a_hardware_slowdown_is_not():

@@ -107,6 +107,18 @@ def _gpu(index, uuid=None):
     return Device("GPU", f"cuda:{index}", index, "NVIDIA H200", uuid=uuid)
 
 
+def _phases(found, proc, pids=()):
+    """Phases over a quiet /proc of its own (a folder holding `pids`): the other workers of a parallel test
+    session must not be this test's neighbours."""
+    from l40sbench.core.neighbours import Watch
+    from l40sbench.core.telemetry import Phases
+
+    proc.mkdir(exist_ok=True)
+    for pid in pids:
+        (proc / str(pid)).mkdir()
+    return Phases(found, watch=Watch(found[0].processes if found[0] else None, root=proc, cores=2, me=0))
+
+
 def test_nvml_reads_only_the_boards_the_run_uses_by_the_drivers_uuid():
     """CUDA's device 0 is NVML's board 2 here (CUDA orders boards unlike PCI): only board 2 is read and
     charged, whatever the other three draw."""
@@ -150,12 +162,10 @@ def test_boards_nvml_cannot_place_are_refused_with_the_reason():
     assert nvml_source(_fake_nvml(), used=cpu_only) == (None, "the run uses no GPU")
 
 
-def test_a_phase_at_the_power_cap_is_stable_with_its_share_and_a_hardware_slowdown_is_not(monkeypatch):
+def test_a_phase_at_the_power_cap_is_stable_with_its_share_and_a_hardware_slowdown_is_not(tmp_path):
     """Boards 1 (at its power cap) and 3 (hardware slowdown) through Phases, as the harness samples them."""
-    from l40sbench.core.telemetry import Phases
-
     capped = nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[1][0])], environ={})
-    phases = Phases(capped)
+    phases = _phases(capped, tmp_path / "proc")
     with phases.phase("training") as done:
         time.sleep(0.25)
         done["images"] = 10
@@ -163,7 +173,8 @@ def test_a_phase_at_the_power_cap_is_stable_with_its_share_and_a_hardware_slowdo
     assert summary["power_cap_share"] == 1.0 and summary["slowdowns"] == {} and summary["throttle"] == ["power cap"]
     assert throttle_reasons(phases.summaries) == []
     assert "at the power cap 100 %" in line(phases.record())
-    slowed = Phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[3][0]), _gpu(1, BOARDS[0][0])], environ={}))
+    slowed = _phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[3][0]), _gpu(1, BOARDS[0][0])], environ={}),
+                     tmp_path / "proc")
     with slowed.phase("inference"):
         time.sleep(0.25)
     summary = slowed.summaries["inference"]
@@ -173,12 +184,10 @@ def test_a_phase_at_the_power_cap_is_stable_with_its_share_and_a_hardware_slowdo
     assert slowed.reasons() == ["the device slowed down during inference: hardware slowdown (100 % of samples)"]
 
 
-def test_a_process_of_another_tenant_on_a_used_board_is_a_neighbour():
+def test_a_process_of_another_tenant_on_a_used_board_is_a_neighbour(tmp_path):
     """pid 1 is on board 1: a run on board 1 names it and is unstable; a pid this process cannot see (another
     PID namespace) is recorded, not judged."""
-    from l40sbench.core.telemetry import Phases
-
-    phases = Phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[1][0])], environ={}))
+    phases = _phases(nvml_source(_fake_nvml(), used=[_gpu(0, BOARDS[1][0])], environ={}), tmp_path / "a", [1])
     with phases.phase("training"):
         time.sleep(0.15)
     block = phases.record()["neighbours"]["training"]
@@ -186,7 +195,7 @@ def test_a_process_of_another_tenant_on_a_used_board_is_a_neighbour():
     assert any(r == f"a neighbour during training: pid 1 on GPU {BOARDS[1][0]} (1024 MB)" for r in phases.reasons())
     hidden = _fake_nvml()
     hidden.nvmlDeviceGetComputeRunningProcesses = lambda h: [SimpleNamespace(pid=2**22 + 7, usedGpuMemory=None)]
-    phases = Phases(nvml_source(hidden, used=[_gpu(0, BOARDS[0][0])], environ={}))
+    phases = _phases(nvml_source(hidden, used=[_gpu(0, BOARDS[0][0])], environ={}), tmp_path / "b")
     with phases.phase("training"):
         time.sleep(0.15)
     block = phases.record()["neighbours"]["training"]

@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from l40sbench.cli import classify, compare, cost, datasets, detect, infer, report, study, synthetic
+from l40sbench.cli import classify, compare, cost, datasets, detect, env, infer, report, study, synthetic
 from l40sbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
 from l40sbench.errors import UserError
 
 # In the order `--help` lists them.
-COMMANDS = (study, classify, detect, synthetic, cost, compare, report, infer, datasets)
+COMMANDS = (env, study, classify, detect, synthetic, cost, compare, report, infer, datasets)
 
 
 def build_parser() -> argparse.ArgumentParser:

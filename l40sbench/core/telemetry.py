@@ -238,13 +238,13 @@ class Phases:
     timed phase, and watches for neighbours (core.neighbours) at each phase's start and end whatever the
     source; without a source, the record says energy is unavailable and why."""
 
-    def __init__(self, found: tuple[Source | None, str], clock: Clock = time.monotonic):
+    def __init__(self, found: tuple[Source | None, str], clock: Clock = time.monotonic, watch=None):
         from l40sbench.core.neighbours import Watch
 
         self.source, self.why = found
         self.summaries: dict[str, dict] = {}
         self.neighbours: dict[str, dict] = {}
-        self._watch = Watch(self.source.processes if self.source is not None else None)
+        self._watch = watch or Watch(self.source.processes if self.source is not None else None)
         self._clock = clock
 
     @contextmanager

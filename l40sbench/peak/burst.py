@@ -17,6 +17,18 @@ BURST_SAMPLE_SECONDS = 0.03
 # the machine's speed; a load that lasts slows them all.
 BURST_GAP_SECONDS = 0.1
 BURST_SIZE = {"CPU": 1024, "GPU": 8192}
+# On a GPU the gaps would let the boost clock recover between samples, hiding a sustained power or thermal
+# slowdown: there the samples run back to back for 0.6 s, long enough for the clock to settle under load
+# (NVML refreshes power every 20-100 ms; a board's power controller acts within a few hundred ms).
+GPU_BURST = {"samples": 6, "sample_seconds": 0.1, "gap_seconds": 0.0}
+CPU_BURST = {"samples": BURST_SAMPLES, "sample_seconds": BURST_SAMPLE_SECONDS, "gap_seconds": BURST_GAP_SECONDS}
+
+
+def form(settings: dict) -> str:
+    """How a burst ran, in words, for the record."""
+    spread = (f"{settings['gap_seconds']:g} s apart" if settings["gap_seconds"]
+              else "back to back")
+    return f"{settings['samples']} samples of {1000 * settings['sample_seconds']:.0f} ms, {spread}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,7 @@ class Burst:
     samples_gflops: tuple[float, ...]
     matmul_n: int
     seconds: float
+    form: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -49,11 +62,12 @@ def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BUR
     calls = max(1, round(sample_seconds / one)) if one > 0 else 1
     rates = []
     for index in range(samples):
-        if index:
+        if index and gap_seconds:
             sleep(gap_seconds)
         (seconds,) = time_batches(call, calls, 1, clock=clock, sync=sync)
         rates.append(matmul_flop(n) * calls / seconds / 1e9)
-    return Burst(moment, max(rates), tuple(rates), n, clock() - started)
+    return Burst(moment, max(rates), tuple(rates), n, clock() - started,
+                 form({"samples": samples, "sample_seconds": sample_seconds, "gap_seconds": gap_seconds}))
 
 
 class Guard:
@@ -66,6 +80,7 @@ class Guard:
         kind = kernels.devices()[0].kind
         self.n = BURST_SIZE.get(kind, BURST_SIZE["CPU"])
         self._kernels, self._kind, self._sync = kernels, kind, sync
+        self.settings = GPU_BURST if kind == "GPU" else CPU_BURST
         self._call: Callable[[], object] | None = None
         self.bursts: list[Burst] = []
 
@@ -74,6 +89,6 @@ class Guard:
             with self._kernels.precision_mode(self._kind, "float32"):
                 self._call = self._kernels.matmul("float32")(self.n)
         with self._kernels.precision_mode(self._kind, "float32"):
-            measured = burst(self._call, self.n, moment, sync=self._sync)
+            measured = burst(self._call, self.n, moment, sync=self._sync, **self.settings)
         self.bursts.append(measured)
         return measured

@@ -1,0 +1,197 @@
+"""`env`: what this machine is and what a run would use, the first thing to run on a rented machine and the
+block to paste into a bug report (as `python -m torch.utils.collect_env` or `yolo checks`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from l40sbench.cli.common import log
+
+PROBE_SECONDS = 60  # a framework's first import on a cold disk; the usual is 2-6 s
+NEIGHBOUR_WINDOW_SECONDS = 0.5
+
+
+def add(subparsers) -> None:
+    p = subparsers.add_parser(
+        "env",
+        help="what this machine is and which devices a run would use (paste it into a bug report)",
+        description=(
+            "Prints the environment block every record carries (Python, OS, CPU, the suite's commit and "
+            "versions), each installed Keras backend with the devices it would compute on (each asked in a "
+            "child process of its own), the GPUs the CUDA driver shows this process with their UUIDs, the "
+            "telemetry source a run would read (NVML over the run's GPUs, RAPL on a CPU, or why none), the "
+            "neighbours now (other processes busy over half a second, the hypervisor's steal, other processes "
+            "on the GPUs), and the kept peak where $L40SBENCH_PEAK_FILE names one. Under 10 s without --peak."
+        ),
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the text")
+    p.add_argument("--peak", action="store_true",
+                   help="measure this device's peak now on --backend (about 20 s on a CPU)")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default=None,
+                   help="the backend a run would use (default: $KERAS_BACKEND, else tensorflow)")
+    p.set_defaults(func=run)
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _backends() -> dict:
+    """Each Keras backend: installed or not, its version, and the devices it would use (children in parallel)."""
+    from l40sbench.backends import NAMES
+
+    found, children = {}, {}
+    for name in NAMES:
+        version = _version({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[name])
+        found[name] = {"installed": version is not None, "version": version}
+        if version is not None:
+            children[name] = subprocess.Popen([sys.executable, "-m", "l40sbench.backends.probe", name],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    for name, child in children.items():
+        try:
+            out, err = child.communicate(timeout=PROBE_SECONDS)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            found[name]["error"] = f"no answer in {PROBE_SECONDS} s"
+            continue
+        if child.returncode == 0 and out.strip():
+            found[name]["devices"] = json.loads(out.strip().splitlines()[-1])
+        else:
+            found[name]["error"] = (err.strip().splitlines() or ["no output"])[-1]
+    return found
+
+
+def _telemetry(used) -> dict:
+    from l40sbench.backends.telemetry import nvml_boards, source
+
+    found, why = source(used)
+    block = {"source": found.name if found else None, "why_none": why or None,
+             "facts": found.facts if found else None}
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        used_uuids = {b["uuid"] for b in (found.facts or {}).get("boards", [])} if found else set()
+        block["nvml_boards"] = [{**b.describe(), "used": b.uuid in used_uuids} for b in nvml_boards(pynvml)]
+    except Exception as exc:  # no driver, no library: the reason is the answer
+        block["nvml_boards"] = f"unavailable: {type(exc).__name__}: {exc}"
+    return block, found
+
+
+def _neighbours(found) -> dict:
+    from l40sbench.core.neighbours import Watch
+
+    watch = Watch(found.processes if found is not None else None)
+    start = watch.snapshot(time.monotonic())
+    time.sleep(NEIGHBOUR_WINDOW_SECONDS)
+    return watch.between(start, watch.snapshot(time.monotonic()))
+
+
+def _peak(backend: str, measure: bool) -> dict | None:
+    from l40sbench.peak.cache import PEAK_FILE_VARIABLE, peak_file
+
+    if measure:
+        done = subprocess.run([sys.executable, "-m", "l40sbench.peak"], capture_output=True, text=True,
+                              env={**os.environ, "KERAS_BACKEND": backend})
+        if done.returncode != 0:
+            return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        return {"source": "measured now", **_peak_summary(json.loads(done.stdout))}
+    named = os.environ.get(PEAK_FILE_VARIABLE)
+    path = peak_file(Path(named), backend) if named else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return {"source": str(path), **_peak_summary(json.loads(path.read_text()))}
+    except (OSError, ValueError) as exc:
+        return {"source": str(path), "error": f"unreadable: {exc}"}
+
+
+def _peak_summary(peak: dict) -> dict:
+    return {"device": peak.get("device"), "device_kind": peak.get("device_kind"),
+            "matmul_gflops": {p: k.get("gflops") for p, k in (peak.get("matmul") or {}).items()},
+            "measured_utc": peak.get("measured_utc")}
+
+
+def collect(backend: str, measure_peak: bool) -> dict:
+    from l40sbench import __version__
+    from l40sbench.backends import cuda_driver
+    from l40sbench.core.devices import Device
+    from l40sbench.core.env import fingerprint
+
+    env = fingerprint()
+    backends = _backends()
+    used = [Device.from_dict(d) for d in (backends.get(backend) or {}).get("devices", [])[:1]]
+    telemetry, found = _telemetry(used)
+    return {
+        "l40sbench": __version__, "suite_commit": env["suite_commit"], "python": env["python"], "os": env["os"],
+        "cpu": env["cpu"], "cpu_count": env["cpu_count"], "timestamp_utc": env["timestamp_utc"],
+        "versions": {name: _version(name) for name in ("keras", "tensorflow", "tf-models-official", "jax",
+                                                         "torch", "nvidia-ml-py", "onnxruntime", "openvino")},
+        "backend": backend, "backends": backends,
+        "run_would_use": [d.to_dict() for d in used],
+        "cuda_driver_gpus": [vars(d) for d in cuda_driver.devices()],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
+        "telemetry": telemetry, "neighbours_now": _neighbours(found), "peak": _peak(backend, measure_peak),
+    }
+
+
+def _text(facts: dict) -> list[str]:
+    lines = [f"l40sbench {facts['l40sbench']} (commit {facts['suite_commit']})",
+             f"python {facts['python']} on {facts['os']}", f"cpu: {facts['cpu']} ({facts['cpu_count']} cores)",
+             "versions: " + ", ".join(f"{k} {v}" for k, v in facts["versions"].items() if v)]
+    for name, block in facts["backends"].items():
+        mark = "*" if name == facts["backend"] else " "
+        if not block["installed"]:
+            lines.append(f"{mark} backend {name}: not installed")
+        elif "error" in block:
+            lines.append(f"{mark} backend {name} {block['version']}: {block['error']}")
+        else:
+            shown = "; ".join(f"{d['name']} {d['model']}" + (f" {d['uuid']}" if d.get("uuid") else "")
+                              for d in block["devices"])
+            lines.append(f"{mark} backend {name} {block['version']}: {shown}")
+    gpus = facts["cuda_driver_gpus"]
+    lines.append("CUDA driver: " + ("; ".join(f"{g['ordinal']}: {g['name']} {g['uuid']} {g['memory_mb']:.0f} MB"
+                                              for g in gpus) if gpus else "no GPU visible to this process"))
+    t = facts["telemetry"]
+    lines.append(f"telemetry: {t['source']}" if t["source"] else f"telemetry: none ({t['why_none']})")
+    if isinstance(t["nvml_boards"], list):
+        lines += [f"  NVML board {b['nvml_index']}: {b['name']} {b['uuid']} {b['pci_bus_id']}"
+                  + (" (used)" if b["used"] else "") for b in t["nvml_boards"]]
+    n = facts["neighbours_now"]
+    steal = f"{100 * n['steal_share']:.1f} %" if n["steal_share"] is not None else "unknown"
+    lines.append(f"neighbours now: others used {100 * n['cpu_share_others']:.0f} % of the CPU, steal {steal}"
+                 + (f"; {'; '.join(n['reasons'])}" if n["reasons"] else ""))
+    peak = facts["peak"]
+    if peak is None:
+        lines.append("peak: none kept (--peak measures it; $L40SBENCH_PEAK_FILE keeps one)")
+    elif "error" in peak:
+        lines.append(f"peak: {peak['source']}: {peak['error']}")
+    else:
+        rates = ", ".join(f"{p} {g:.0f}" for p, g in peak["matmul_gflops"].items() if g)
+        lines.append(f"peak ({peak['source']}): {peak['device']}: matmul GFLOP/s {rates}")
+    return lines
+
+
+def run(args) -> int:
+    from l40sbench.backends import requested
+
+    backend = requested(args.backend)
+    if args.peak:
+        log(f"measuring this device's peak on {backend} ...")
+    facts = collect(backend, args.peak)
+    if args.json:
+        print(json.dumps(facts, indent=2, sort_keys=True, default=str))
+    else:
+        print("\n".join(_text(facts)))
+    return 0

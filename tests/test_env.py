@@ -1,0 +1,56 @@
+"""`env`: the machine, the backends and the devices each would use, telemetry, neighbours and the kept peak;
+as text and JSON; with NVML replaced by a stand-in of four boards, the boards it lists and which one a run uses."""
+
+import json
+import sys
+
+import pytest
+
+from tests.conftest import assert_one_line_exit_2, run_cli
+
+
+@pytest.fixture(scope="module")
+def reported():
+    return run_cli("env"), run_cli("env", "--json")
+
+
+def test_env_prints_the_machine_and_what_a_run_would_use(reported):
+    text, as_json = reported
+    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
+    facts = json.loads(as_json.stdout)
+    for key in ("suite_commit", "python", "cpu", "cpu_count", "versions", "backends", "run_would_use",
+                "cuda_driver_gpus", "telemetry", "neighbours_now", "peak"):
+        assert key in facts, key
+    assert facts["backends"]["tensorflow"]["installed"] and facts["backends"]["tensorflow"]["devices"]
+    assert facts["run_would_use"][0]["kind"] in ("CPU", "GPU") and facts["backend"] == "tensorflow"
+    assert "steal_share" in facts["neighbours_now"]
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("l40sbench ") and any(line.startswith("* backend tensorflow ") for line in lines)
+    assert any(line.startswith("telemetry: ") for line in lines) and any(line.startswith("neighbours now: ")
+                                                                           for line in lines)
+
+
+def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses(monkeypatch, capsys):
+    from l40sbench.cli import env
+    from tests.test_telemetry import BOARDS, _fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
+    gpu = {"kind": "GPU", "name": "cuda:0", "index": 0, "model": "NVIDIA H200", "uuid": BOARDS[2][0],
+           "memory_mb": 143771.0}
+    monkeypatch.setattr(env, "_backends", lambda: {"jax": {"installed": True, "version": "0.11", "devices": [gpu]},
+                                                   "tensorflow": {"installed": False, "version": None},
+                                                   "torch": {"installed": False, "version": None}})
+    monkeypatch.setattr(env, "NEIGHBOUR_WINDOW_SECONDS", 0.05)
+    facts = env.collect("jax", measure_peak=False)
+    boards = facts["telemetry"]["nvml_boards"]
+    assert [b["uuid"] for b in boards] == [b[0] for b in BOARDS]
+    assert [b["used"] for b in boards] == [False, False, True, False]
+    assert facts["telemetry"]["source"] == "nvml" and facts["run_would_use"] == [gpu]
+    text = "\n".join(env._text(facts))
+    assert f"NVML board 2: NVIDIA H200 {BOARDS[2][0]} 0000:3b:00.0 (used)" in text
+    assert "* backend jax 0.11: cuda:0 NVIDIA H200 " + BOARDS[2][0] in text
+
+
+def test_env_refuses_a_bad_flag_in_one_line():
+    assert_one_line_exit_2(run_cli("env", "--no-such-flag"), "unrecognized arguments")
+    assert_one_line_exit_2(run_cli("env", "--backend", "mxnet"), "invalid choice")
