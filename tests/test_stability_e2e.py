@@ -84,6 +84,9 @@ def test_quiet_runs_are_stable_and_say_so(runs):
         assert [b["moment"] for b in stability["speed"]["bursts"]] == ["start", "after training", "end"]
         assert all(b["gflops"] > 0 and b["seconds"] < 5 for b in stability["speed"]["bursts"])
         assert record["_stdout"].strip().splitlines()[-1].startswith("stability: stable (the matmul rate held")
+        neighbours = record["telemetry"]["neighbours"]
+        assert set(neighbours) == {"training", "inference"}  # every phase: its steal share and who else ran
+        assert all("steal_share" in block and not block["reasons"] for block in neighbours.values()), neighbours
 
 
 def test_a_run_beside_busy_cores_is_unstable_with_the_reason(runs):
@@ -91,6 +94,11 @@ def test_a_run_beside_busy_cores_is_unstable_with_the_reason(runs):
     stability = record["stability"]
     assert stability["verdict"] == "unstable"
     assert any(reason.startswith("the float32 matmul rate changed") for reason in stability["reasons"]), stability
+    # the spinners are the test's children, not the run's: neighbours, named with their share of the machine
+    named = [r for r in stability["reasons"] if r.startswith("a neighbour during training: python")]
+    assert named and "% of the machine's CPU time" in named[0], stability["reasons"]
+    busy = record["telemetry"]["neighbours"]["training"]["busy_processes"]
+    assert len(busy) >= 2 and all(p["share"] >= 0.10 for p in busy)
     last = record["_stdout"].strip().splitlines()[-1]
     assert last.startswith("UNSTABLE RUN: ") and "matmul rate changed" in last
     assert record["inference"]["mean_ms"] and record["train"]["epochs"] == 2  # every figure still reported

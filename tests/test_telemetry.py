@@ -292,3 +292,76 @@ def test_a_sweep_row_carries_what_the_device_did_during_its_steps_and_a_slowdown
     quiet = timed_row(lambda: None)
     assert quiet.telemetry["energy"] == "unavailable" and quiet.telemetry["reason"] == "no energy source here"
     assert not any("slowed down" in reason for reason in sweep_stability([quiet])["reasons"])
+
+
+def test_a_window_summary_sums_the_counter_inside_the_windows_alone():
+    """A 100 W device read each second: two windows of 2 s and 1 s hold 300 J, whatever it drew between."""
+    from l40sbench.core.telemetry import gaps, window_summary
+
+    readings = [Reading(float(t), power_w=100.0, energy_j=100.0 * t, clock_mhz=1000.0 + t) for t in range(11)]
+    got = window_summary(readings, [(2.5, 4.5), (6.0, 7.0)], images=3)
+    assert got["energy_j"] == pytest.approx(300.0) and got["j_per_image"] == pytest.approx(100.0)
+    assert got["seconds"] == pytest.approx(3.0) and got["windows"] == 2 and got["power_w_mean"] == pytest.approx(100.0)
+    assert got["clock_mhz"][0] >= 1002.0 and got["clock_mhz"][1] <= 1007.0  # the samples inside, not the gaps'
+    assert gaps([(2.5, 4.5), (6.0, 7.0)], 0.0, 10.0) == [(0.0, 2.5), (4.5, 6.0), (7.0, 10.0)]
+    assert window_summary(readings, [], images=1)["energy"] == "unavailable"
+
+
+def test_inference_energy_counts_the_timed_calls_alone_at_the_probes_own_instants(tmp_path):
+    """A stand-in device drawing 100 W on a counter read from the probe's clock: the warm-up call (0.3 s) and
+    the pauses between calls (0.1 s each) are not in the inference phase; its energy is 100 W x the timed
+    calls' seconds, and J/image is over the 8 timed images."""
+    from l40sbench.core.results import InferenceResult
+    from l40sbench.core.stats import summarize
+    from l40sbench.core.task import Probe
+    from l40sbench.core.timing import recorded_calls, time_calls
+    from l40sbench.harness.run import split_inference
+
+    source = Source("stand-in", lambda: {"power_w": 100.0, "energy_j": 100.0 * time.perf_counter()})
+    phases = _phases((source, ""), tmp_path / "proc")
+    with phases.phase("inference") as done, recorded_calls() as calls:
+        seconds = []
+        for duration in [0.3] + [0.05] * 8:
+            seconds += time_calls(time.sleep, [duration])
+            time.sleep(0.1)  # outside the clock
+        done["images"] = 9
+    inference = InferenceResult.from_stats(summarize(seconds[1:]), warmup=1, batch_size=1)
+    split_inference(phases, calls, Probe(inference, {}), None)
+    summaries = phases.summaries
+    assert set(summaries) == {"inference", "inference warm-up", "inference between timed calls"}
+    timed = sum(seconds[1:])
+    assert summaries["inference"]["seconds"] == pytest.approx(timed, rel=1e-6) and summaries["inference"]["windows"] == 8
+    assert summaries["inference"]["energy_j"] == pytest.approx(100.0 * timed, rel=1e-3)
+    assert summaries["inference"]["j_per_image"] == pytest.approx(100.0 * timed / 8, rel=1e-3)
+    assert summaries["inference warm-up"]["energy_j"] == pytest.approx(100.0 * seconds[0], rel=1e-3)
+    assert summaries["inference between timed calls"]["energy_j"] == pytest.approx(100.0 * 0.1 * 9, rel=0.2)
+    untouched = _phases((source, ""), tmp_path / "proc")
+    with untouched.phase("inference"):
+        time.sleep(0.2)
+    split_inference(untouched, [], Probe(inference, {}), None)  # calls not recorded: the phase stays whole
+    assert set(untouched.summaries) == {"inference"}
+
+
+def test_training_energy_is_the_steady_epochs_at_the_epoch_clocks_instants(tmp_path):
+    """Three epochs (the first 0.3 s, standing for compilation) with 0.1 s of scoring after each: training's
+    energy is the two steady epochs' alone, per their images; the first epoch and the scoring are named apart."""
+    from l40sbench.core.timing import EpochClock
+    from l40sbench.harness.run import split_training
+
+    source = Source("stand-in", lambda: {"power_w": 100.0, "energy_j": 100.0 * time.perf_counter()})
+    phases = _phases((source, ""), tmp_path / "proc")
+    clock = EpochClock()
+    with phases.phase("training"):
+        for seconds in (0.3, 0.1, 0.1):
+            clock.start()
+            time.sleep(seconds)
+            clock.stop()
+            time.sleep(0.1)  # test scoring, outside the epoch clock
+    split_training(phases, clock.windows, images_per_epoch=16)
+    got = phases.summaries
+    assert set(got) == {"training", "first epoch", "between epochs (scoring, saves)"}
+    steady = sum(clock.epoch_seconds[1:])
+    assert got["training"]["energy_j"] == pytest.approx(100.0 * steady, rel=1e-3)
+    assert got["training"]["j_per_image"] == pytest.approx(100.0 * steady / 32, rel=1e-3)
+    assert got["first epoch"]["energy_j"] == pytest.approx(100.0 * clock.epoch_seconds[0], rel=1e-3)
+    assert got["between epochs (scoring, saves)"]["energy_j"] == pytest.approx(30.0, rel=0.25)

@@ -152,6 +152,7 @@ def _train_convention(config: ClassifyConfig) -> tuple[int, str]:
 class ClassifyTask:
     name = "classify"
     keras3 = True
+    inference_call = None
 
     def check(self, config: ClassifyConfig) -> ClassifyConfig:
         image_size = resolve_image_size(config)

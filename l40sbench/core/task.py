@@ -80,6 +80,8 @@ class Task(Protocol):
 
     name: str
     keras3: bool  # builds with Keras 3 (`import keras`), so the run's --backend is selected first
+    # which of core.timing.probe_interleaved's calls the record's inference figure is (None: a plain probe)
+    inference_call: str | None
 
     def check(self, config) -> Any:
         """The config with its defaults resolved, once flags and files are checked (UserError), before any work."""

@@ -10,6 +10,7 @@ Nothing is estimated beyond what was read.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -144,6 +145,57 @@ def phase_summary(readings: Sequence[Reading], images: int | None) -> dict:
             "images_per_kwh": images * JOULES_PER_KWH / energy if images and energy > 0 else None}
 
 
+def _at(readings: Sequence[Reading], t: float) -> Reading:
+    """The reading at instant `t` between two samples: the counter and the power interpolated linearly (the
+    counter is a running total), the other fields those of the nearer sample."""
+    after = next((i for i, r in enumerate(readings) if r.seconds >= t), len(readings) - 1)
+    before = max(after - 1, 0)
+    a, b = readings[before], readings[after]
+    share = (t - a.seconds) / (b.seconds - a.seconds) if b.seconds > a.seconds else 0.0
+    share = min(max(share, 0.0), 1.0)
+
+    def mix(x, y):
+        return None if x is None or y is None else x + share * (y - x)
+
+    near = a if share < 0.5 else b
+    return dataclasses.replace(near, seconds=t, energy_j=mix(a.energy_j, b.energy_j),
+                               power_w=mix(a.power_w, b.power_w))
+
+
+def window_summary(readings: Sequence[Reading], windows: Sequence[tuple[float, float]], images: int | None) -> dict:
+    """A phase's summary over the instants inside `windows` alone ((start, stop) pairs on the sampler's clock,
+    as the clocks that time the work record them): each window cut from the readings with its edges
+    interpolated, the energy summed over the windows (never the gaps between them), the other figures over
+    the samples inside."""
+    inside = [w for w in windows if w[1] > w[0] and readings and w[0] >= readings[0].seconds - 1e-9
+              and w[1] <= readings[-1].seconds + 1e-9]
+    if len(readings) < 2 or not inside:
+        return {"samples": 0, "energy": "unavailable",
+                "reason": "no timed window inside the sampled span" if readings else "no readings"}
+    pieces = [[_at(readings, a)] + [r for r in readings if a < r.seconds < b] + [_at(readings, b)]
+              for a, b in inside]
+    parts = [phase_summary(piece, None) for piece in pieces]
+    merged = phase_summary([r for piece in pieces for r in piece], images)
+    merged.update(samples=sum(len(p) - 2 for p in pieces), seconds=sum(b - a for a, b in inside),
+                  windows=len(inside))
+    if "energy_j" not in merged or any("energy_j" not in p for p in parts):
+        return merged
+    energy = sum(p["energy_j"] for p in parts)
+    return {**merged, "energy_j": energy, "power_w_mean": energy / merged["seconds"],
+            "j_per_image": energy / images if images else None,
+            "images_per_kwh": images * JOULES_PER_KWH / energy if images and energy > 0 else None}
+
+
+def gaps(windows: Sequence[tuple[float, float]], start: float, stop: float) -> list[tuple[float, float]]:
+    """The parts of [start, stop] outside `windows` (sorted, not overlapping)."""
+    found, at = [], start
+    for a, b in sorted(windows):
+        if a > at:
+            found.append((at, a))
+        at = max(at, b)
+    return found + ([(at, stop)] if stop > at else [])
+
+
 class Sampler:
     """Reads `source` every `interval` seconds on a daemon thread between start() and stop(); one reading is
     taken at each end, so even a short phase has two."""
@@ -238,11 +290,12 @@ class Phases:
     timed phase, and watches for neighbours (core.neighbours) at each phase's start and end whatever the
     source; without a source, the record says energy is unavailable and why."""
 
-    def __init__(self, found: tuple[Source | None, str], clock: Clock = time.monotonic, watch=None):
+    def __init__(self, found: tuple[Source | None, str], clock: Clock = time.perf_counter, watch=None):
         from l40sbench.core.neighbours import Watch
 
         self.source, self.why = found
         self.summaries: dict[str, dict] = {}
+        self.readings: dict[str, list[Reading]] = {}
         self.neighbours: dict[str, dict] = {}
         self._watch = watch or Watch(self.source.processes if self.source is not None else None)
         self._clock = clock
@@ -259,9 +312,26 @@ class Phases:
             yield done
         finally:
             if sampler is not None:
-                summary = phase_summary(sampler.stop(), done["images"])
+                self.readings[name] = sampler.stop()
+                summary = phase_summary(self.readings[name], done["images"])
                 self.summaries[name] = {**summary, "reader_error": sampler.error} if sampler.error else summary
             self.neighbours[name] = self._watch.between(first, self._watch.snapshot(self._clock()))
+
+    def split(self, name: str, parts: dict[str, tuple[Sequence[tuple[float, float]], int | None]]) -> None:
+        """Replaces phase `name`'s summary with one per part, each over its windows ((start, stop) on this
+        object's clock, as the clocks that timed the work recorded them) and its images: the energy of the
+        timed work alone, the rest named apart. Nothing without a source."""
+        readings = self.readings.get(name)
+        if readings is None:
+            return
+        del self.summaries[name]
+        for part, (windows, images) in parts.items():
+            self.summaries[part] = window_summary(readings, windows, images)
+
+    def span(self, name: str) -> tuple[float, float] | None:
+        """The first and last instants phase `name` was sampled at."""
+        readings = self.readings.get(name)
+        return (readings[0].seconds, readings[-1].seconds) if readings else None
 
     def record(self) -> dict:
         found = {"energy": "unavailable", "reason": self.why} if self.source is None else {

@@ -11,6 +11,8 @@ look faster than it was.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,6 +90,7 @@ class EpochClock:
         self._sync = sync
         self._started: float | None = None
         self.epoch_seconds: list[float] = []
+        self.windows: list[tuple[float, float]] = []  # each epoch's (start, stop) on the clock: telemetry's cuts
 
     def start(self) -> None:
         self._sync()
@@ -98,7 +101,9 @@ class EpochClock:
         if self._started is None:
             raise RuntimeError("EpochClock.stop() called before start()")
         self._sync()
-        elapsed = self._clock() - self._started
+        stopped = self._clock()
+        elapsed = stopped - self._started
+        self.windows.append((self._started, stopped))
         self._started = None
         self.epoch_seconds.append(elapsed)
         return elapsed
@@ -188,16 +193,38 @@ def time_calls(
     """Times fn(sample) once per sample; returns the durations in seconds.
 
     Queued work is drained before each clock starts; after the call, the sync waits on what fn returned
-    and no more (fn returns what it computed: host values need no wait).
+    and no more (fn returns what it computed: host values need no wait). Inside `recorded_calls()`, each
+    call's (start, stop, tag) is kept too, for telemetry to cut its phase at the clock's own instants (the
+    tag: which of probe_interleaved's calls it was, else None).
     """
     durations = []
+    windows, tag = _CALL_WINDOWS.get(), _CALL_TAG.get()
     for sample in samples:
         sync()
         start = clock()
         output = fn(sample)
         sync(output)
-        durations.append(clock() - start)
+        stop = clock()
+        durations.append(stop - start)
+        if windows is not None:
+            windows.append((start, stop, tag))
     return durations
+
+
+_CALL_WINDOWS: contextvars.ContextVar[list | None] = contextvars.ContextVar("l40sbench_call_windows", default=None)
+_CALL_TAG: contextvars.ContextVar[str | None] = contextvars.ContextVar("l40sbench_call_tag", default=None)
+
+
+@contextlib.contextmanager
+def recorded_calls():
+    """Yields the list of every (start, stop, tag) that time_calls measures inside the block, in order, on its
+    clock."""
+    windows: list[tuple[float, float, str | None]] = []
+    token = _CALL_WINDOWS.set(windows)
+    try:
+        yield windows
+    finally:
+        _CALL_WINDOWS.reset(token)
 
 
 def time_batches(
@@ -270,7 +297,11 @@ def probe_interleaved(
     elapsed = 0.0
     for done, sample in enumerate(samples, start=1):
         for name, fn in fns.items():
-            (seconds,) = time_calls(fn, (sample,), clock=clock, sync=sync)
+            token = _CALL_TAG.set(name)
+            try:
+                (seconds,) = time_calls(fn, (sample,), clock=clock, sync=sync)
+            finally:
+                _CALL_TAG.reset(token)
             durations[name].append(seconds)
             elapsed += seconds
         progress(done, elapsed)

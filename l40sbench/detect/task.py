@@ -145,6 +145,7 @@ def _rows(inference, probed: Probed, accuracy: dict, saved_model: Path, config: 
 class DetectTask:
     name = "detect"
     keras3 = False  # Model Garden builds with tf_keras (Keras 2)
+    inference_call = "total"  # the interleaved probe's whole serving call
 
     def check(self, config: DetectConfig) -> DetectConfig:
         spec = DETECTORS.get(config.base)

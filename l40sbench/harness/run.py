@@ -16,9 +16,9 @@ from l40sbench.core.devices import kind_of
 from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.stability import limits_for, verdict
 from l40sbench.core.task import Flops, Probe, Save
-from l40sbench.core.telemetry import Phases
+from l40sbench.core.telemetry import Phases, gaps
 from l40sbench.core.text import Log
-from l40sbench.core.timing import EpochClock, Startup, Stopwatch
+from l40sbench.core.timing import EpochClock, Startup, Stopwatch, recorded_calls
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
@@ -56,6 +56,35 @@ def stability(guard: Guard, epoch_seconds, probe: Probe | None, phases: Phases, 
     reference = (peak.get("telemetry") or {}).get("clock_mhz_median")
     reasons = phases.reasons(reference, limits_for(kind).clock_drop)
     return verdict([b.to_dict() for b in guard.bursts], samples, reasons, kind=kind)
+
+
+def split_training(phases: Phases, epochs: list[tuple[float, float]], images_per_epoch: int) -> None:
+    """Training's energy over the steady epochs alone, at the epoch clock's own instants; the first epoch
+    (tracing, compilation) and the time between epochs (test scoring, the record's saves) apart, named."""
+    span = phases.span("training")
+    if span is None:
+        return
+    phases.split("training", {
+        "training": (epochs[1:], images_per_epoch * len(epochs[1:])),
+        "first epoch": (epochs[:1], images_per_epoch if epochs else None),
+        "between epochs (scoring, saves)": (gaps(epochs, *span), None),
+    })
+
+
+def split_inference(phases: Phases, calls: list[tuple], probe: Probe, tag: str | None) -> None:
+    """Inference's energy over the timed calls alone, at the probe clock's own instants, over the timed images;
+    the warm-up calls and the time between calls apart. Left whole where the calls were not recorded as the
+    record counts them."""
+    span, inference = phases.span("inference"), probe.inference
+    timed = [(a, b) for a, b, t in calls if t == tag]
+    warm = inference.warmup_excluded
+    if span is None or len(timed) * inference.batch_size != inference.images_timed + warm * inference.batch_size:
+        return
+    phases.split("inference", {
+        "inference": (timed[warm:], inference.images_timed),
+        "inference warm-up": (timed[:warm], warm * inference.batch_size),
+        "inference between timed calls": (gaps(timed, *span), None),
+    })
 
 
 def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
@@ -138,9 +167,11 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     built.devices.update(placement.after_training(built.model.trainable_weights, before))
     task.after_training(built, clock.epoch_seconds, log)
 
-    with phases.phase("inference") as done:
+    split_training(phases, clock.windows, built.train_images_per_epoch)
+    with phases.phase("inference") as done, recorded_calls() as calls:
         probe = task.probe(built, data, sync, log)
         done["images"] = probe.inference.images_timed + probe.inference.warmup_excluded * probe.inference.batch_size
+    split_inference(phases, calls, probe, task.inference_call)
     figures = utilisation(env["peak"], config.precision, task.flops(built, probe), record(False).train,
                           built.train_images_per_epoch, probe.inference.images_per_second)
     save(record(True, probe, figures).to_dict())
