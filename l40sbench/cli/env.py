@@ -45,18 +45,25 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _backends() -> dict:
-    """Each Keras backend: installed or not, its version, and the devices it would use (children in parallel)."""
+def _start_probes() -> tuple[dict, dict]:
+    """Each Keras backend: installed or not and its version; a child asking the installed ones for their
+    devices, all started at once (TensorFlow's import alone takes 5-8 s here, so everything else overlaps it)."""
     from l40sbench.backends import NAMES
 
     found, children = {}, {}
     for name in NAMES:
-        version = _version({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[name])
+        version = _version(name)
         found[name] = {"installed": version is not None, "version": version}
         if version is not None:
             children[name] = subprocess.Popen([sys.executable, "-m", "l40sbench.backends.probe", name],
                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return found, children
+
+
+def _backends(started: tuple[dict, dict] | None = None) -> dict:
+    """_start_probes' backends with the devices each child reported (or why it could not)."""
+    found, children = started or _start_probes()
     for name, child in children.items():
         try:
             out, err = child.communicate(timeout=PROBE_SECONDS)
@@ -85,12 +92,17 @@ def _telemetry(used) -> dict:
         block["nvml_boards"] = [{**b.describe(), "used": b.uuid in used_uuids} for b in nvml_boards(pynvml)]
     except Exception as exc:  # no driver, no library: the reason is the answer
         block["nvml_boards"] = f"unavailable: {type(exc).__name__}: {exc}"
-    return block, found
+    return block
 
 
-def _neighbours(found) -> dict:
+def _neighbours() -> dict:
+    """Who else is busy now, over NEIGHBOUR_WINDOW_SECONDS: on the GPUs the CUDA driver shows (NVML's
+    processes), and on the CPU."""
+    from l40sbench.backends import cuda_driver
+    from l40sbench.backends.telemetry import source
     from l40sbench.core.neighbours import Watch
 
+    found, _ = source([cuda_driver.gpu_device(d.ordinal, f"cuda:{d.ordinal}") for d in cuda_driver.devices()])
     watch = Watch(found.processes if found is not None else None)
     start = watch.snapshot(time.monotonic())
     time.sleep(NEIGHBOUR_WINDOW_SECONDS)
@@ -128,10 +140,12 @@ def collect(backend: str, measure_peak: bool) -> dict:
     from l40sbench.core.devices import Device
     from l40sbench.core.env import fingerprint
 
+    started = _start_probes()
     env = fingerprint()
-    backends = _backends()
+    neighbours = _neighbours()
+    backends = _backends(started)
     used = [Device.from_dict(d) for d in (backends.get(backend) or {}).get("devices", [])[:1]]
-    telemetry, found = _telemetry(used)
+    telemetry = _telemetry(used)
     return {
         "l40sbench": __version__, "suite_commit": env["suite_commit"], "python": env["python"], "os": env["os"],
         "cpu": env["cpu"], "cpu_count": env["cpu_count"], "timestamp_utc": env["timestamp_utc"],
@@ -142,7 +156,7 @@ def collect(backend: str, measure_peak: bool) -> dict:
         "cuda_driver_gpus": [vars(d) for d in cuda_driver.devices()],
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
-        "telemetry": telemetry, "neighbours_now": _neighbours(found), "peak": _peak(backend, measure_peak),
+        "telemetry": telemetry, "neighbours_now": neighbours, "peak": _peak(backend, measure_peak),
     }
 
 
