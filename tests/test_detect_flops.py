@@ -41,7 +41,7 @@ def hand_count_forward_gflops(graph) -> tuple[float, list]:
 
 @pytest.fixture(scope="module")
 def trained_step(tmp_path_factory):
-    from l40sbench.backends.tf_device import Placement
+    from l40sbench.backends.placement import Placement
     from l40sbench.core.devices import Device
     from l40sbench.detect.config import DetectConfig
     from l40sbench.detect.task import TASK

@@ -28,7 +28,7 @@ from l40sbench.peak.measure import measure_env
 
 def one_device(kernels):
     """Where a run on another backend than tensorflow trains: its first device, no strategy."""
-    from l40sbench.backends.tf_device import Placement
+    from l40sbench.backends.placement import Placement
 
     return Placement(None, tuple(kernels.devices()[:1]), facts={"strategy": f"none (one device; {kernels.NAME})"})
 
