@@ -86,6 +86,9 @@ for result in sorted(Path(sys.argv[1]).glob("[0-9][0-9]-*/result.json")):
         if row.get("telemetry"):
             label = f"{row['model']} b{row['per_device_batch']} x{row['devices']}"
             print(f"{name} {label}: {energy_line(row['telemetry'])}")
+    bursts = ((record.get("stability") or {}).get("speed") or {}).get("bursts") or []
+    if bursts:
+        print(f"{name}: guard bursts {[round(b['gflops']) for b in bursts]} GFLOP/s, {bursts[0].get('form')}")
     print(f"{name}: {stability_line(record.get('stability'))}")
 PY
 log "results: $out (report: $out/report.md)"

@@ -29,7 +29,9 @@ class Placement:
 
     @property
     def kind(self) -> str:
-        return GPU if kind_of(self.used) == GPU else "CPU (logical devices of one CPU: they share its cores)"
+        if kind_of(self.used) == GPU or self.count == 1:
+            return kind_of(self.used)
+        return "CPU (logical devices of one CPU: they share its cores)"
 
     @property
     def replicas(self) -> int:
