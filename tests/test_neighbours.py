@@ -62,7 +62,7 @@ def test_a_busy_neighbour_and_steal_are_named_and_the_runs_own_processes_are_not
 def test_a_process_spinning_beside_a_phase_is_named_on_this_machine():
     """The spinner is started through a shell that exits at once, so it is not this process's child (which
     would be the run's own)."""
-    from l40sbench.core.telemetry import Phases
+    from l40sbench.core.phases import Phases
 
     phases = Phases((None, "no source here"))
     with phases.phase("quiet"):

@@ -111,7 +111,7 @@ def _phases(found, proc, pids=()):
     """Phases over a quiet /proc of its own (a folder holding `pids`): the other workers of a parallel test
     session must not be this test's neighbours."""
     from l40sbench.core.neighbours import Watch
-    from l40sbench.core.telemetry import Phases
+    from l40sbench.core.phases import Phases
 
     proc.mkdir(exist_ok=True)
     for pid in pids:

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from l40sbench.core.timing import CommandClock
+    from l40sbench.core.startup import CommandClock
 
     CommandClock.start()  # time to first step counts from here (and from the process's start before it)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -60,7 +60,7 @@ def run() -> None:
     (SIGABRT instead of exit 130, under load). So an interrupted
     run leaves at once, its output flushed.
     """
-    from l40sbench.core.timing import CommandClock
+    from l40sbench.core.startup import CommandClock
 
     CommandClock.whole_process = True  # this process runs this one command: its start counts
     code = main()

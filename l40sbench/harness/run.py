@@ -13,12 +13,14 @@ import numpy as np
 from l40sbench.backends.telemetry import source as telemetry_source
 from l40sbench.core import env as env_mod
 from l40sbench.core.devices import kind_of
+from l40sbench.core.phases import Phases
 from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.stability import limits_for, verdict
+from l40sbench.core.startup import Startup
 from l40sbench.core.task import Flops, Probe, Save
-from l40sbench.core.telemetry import Phases, gaps
+from l40sbench.core.telemetry import gaps
 from l40sbench.core.text import Log
-from l40sbench.core.timing import EpochClock, Startup, Stopwatch, recorded_calls
+from l40sbench.core.timing import EpochClock, Stopwatch, recorded_calls
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task

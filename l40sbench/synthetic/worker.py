@@ -126,8 +126,8 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
     from l40sbench.backends import load
     from l40sbench.backends.telemetry import source
     from l40sbench.core.intervals import describe
+    from l40sbench.core.phases import Phases
     from l40sbench.core.stats import step_throughput
-    from l40sbench.core.telemetry import Phases
     from l40sbench.core.timing import time_calls
     from l40sbench.peak.burst import Guard
 
