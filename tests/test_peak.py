@@ -123,6 +123,28 @@ def test_each_precision_is_divided_by_its_own_peak():
     assert utilisation.utilisation(None, 480.0) is None
 
 
+def test_training_on_n_gpus_is_divided_by_n_peaks_and_inference_by_one():
+    """Four GPUs train with four times one GPU's peak; the probe serves on one. Logical CPU devices share one
+    CPU, whose measured peak is already the machine's. The sweep and the runs share the arithmetic."""
+    from l40sbench.backends.placement import Placement
+    from l40sbench.core.devices import Device
+    from l40sbench.core.results import TrainResult
+    from l40sbench.core.task import Flops
+    from l40sbench.core.timing import epoch_times
+    from l40sbench.harness.run import utilisation as run_figures
+
+    peak = {"matmul": {"float32": {"gflops": 100e3}}}
+    four = Placement(None, tuple(Device("GPU", f"/device:GPU:{i}", i, "H200") for i in range(4)))
+    train = TrainResult.from_times(epoch_times([2.0, 1.0, 1.0]), 16, [1.0, 0.9, 0.8], "accuracy", [0.5, 0.6, 0.7])
+    flops = Flops(10.0, 3, "3 x forward", "a counter")  # 30 GFLOP a trained image, 10 an inferred one
+    got = run_figures(peak, "fp32", flops, train, 4000, 2000.0, four)
+    assert got["train_peak_devices"] == 4 and got["train_peak_gflops"] == 400e3
+    assert got["train"] == pytest.approx(30.0 * 4000 / 400e3) and got["inference"] == pytest.approx(10.0 * 2000 / 100e3)
+    cpu = Placement(None, tuple(Device("CPU", f"/device:CPU:{i}", i, "a CPU") for i in range(2)))
+    assert run_figures(peak, "fp32", flops, train, 4000, 2000.0, cpu)["train"] == pytest.approx(30.0 * 4000 / 100e3)
+    assert utilisation.peak_over_devices(100.0, "GPU", 8) == 800.0 and utilisation.peak_over_devices(None, "GPU", 8) is None
+
+
 def test_precisions_follow_the_device():
     assert measure.precisions("CPU", {"avx512f"}) == ("float32",)
     assert measure.precisions("CPU", {"avx512f", "avx512_bf16"}) == ("float32", "bfloat16")

@@ -29,6 +29,14 @@ def peak_for(peak: dict | None, run_precision: str) -> tuple[str | None, float |
     return f"float32 (no {wanted} peak on this device)", matmul["float32"]["gflops"]
 
 
+def peak_over_devices(per_device_gflops: float | None, kind: str, devices: int) -> float | None:
+    """The peak `devices` devices reach together: N x one GPU's; a CPU's logical devices share one CPU, whose
+    measured peak is already the whole machine's."""
+    if per_device_gflops is None:
+        return None
+    return per_device_gflops * (devices if kind == "GPU" else 1)
+
+
 def utilisation(achieved_gflops: float | None, peak_gflops: float | None) -> float | None:
     """achieved / peak as a fraction, None when either is unknown."""
     if not achieved_gflops or not peak_gflops:
@@ -38,22 +46,26 @@ def utilisation(achieved_gflops: float | None, peak_gflops: float | None) -> flo
 
 def run_utilisation(peak: dict | None, precision: str, forward_gflops: float | None, *,
                     train_gflops_per_image: float | None, train_convention: str,
-                    train_images_per_second: float | None, inference_images_per_second: float | None) -> dict:
-    """How close a classify or detect run came to this device's peak, in training and in inference.
+                    train_images_per_second: float | None, inference_images_per_second: float | None,
+                    devices: int = 1, device_kind: str = "CPU") -> dict:
+    """How close a classify or detect run came to its devices' peak, in training and in inference.
 
     Achieved GFLOP/s = GFLOP per image x images/s: `train_gflops_per_image` per trained image (counted from
     the training step, or a multiple of the forward, as `train_convention` says), one forward per inferred
-    image. Both are divided by the peak of the run's precision.
+    image. Both are divided by the peak of the run's precision: training's over the `devices` it trained on
+    (peak_over_devices), inference's over the one device the probe serves on.
     """
     name, peak_gflops = peak_for(peak, precision)
+    train_peak = peak_over_devices(peak_gflops, device_kind, devices)
     train = (train_gflops_per_image * train_images_per_second
              if train_gflops_per_image and train_images_per_second else None)
     inference = forward_gflops * inference_images_per_second if forward_gflops and inference_images_per_second else None
     return {
-        "peak": name, "peak_gflops": peak_gflops, "forward_gflops_per_image": forward_gflops,
+        "peak": name, "peak_gflops": peak_gflops, "train_peak_gflops": train_peak, "train_peak_devices": devices,
+        "forward_gflops_per_image": forward_gflops,
         "train_flops_per_image": train_convention, "train_gflops_per_image": train_gflops_per_image,
         "train_achieved_gflops": train,
-        "train": utilisation(train, peak_gflops), "inference_achieved_gflops": inference,
+        "train": utilisation(train, train_peak), "inference_achieved_gflops": inference,
         "inference": utilisation(inference, peak_gflops),
     }
 

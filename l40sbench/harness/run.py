@@ -36,14 +36,16 @@ def one_device(kernels):
 
 
 def utilisation(device_peak: dict, precision: str, flops: Flops, train: TrainResult, train_images_per_epoch: int,
-                inference_images_per_second: float | None) -> dict:
-    """Training and inference FLOP/s over the peak of the run's precision."""
+                inference_images_per_second: float | None, placement) -> dict:
+    """Training and inference FLOP/s over the peak of the run's precision, training's over every device (and
+    worker) it trained on."""
     epoch_seconds = train.rate_epoch_seconds
     figures = run_utilisation(
         device_peak, precision, flops.forward_gflops,
         train_gflops_per_image=flops.train_gflops_per_image, train_convention=flops.train_convention,
         train_images_per_second=train_images_per_epoch / epoch_seconds if epoch_seconds else None,
         inference_images_per_second=inference_images_per_second,
+        devices=placement.replicas, device_kind=kind_of(placement.used),
     )
     return {"flop_counter": flops.counter, **figures} if flops.counter else figures
 
@@ -175,7 +177,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
         done["images"] = probe.inference.images_timed + probe.inference.warmup_excluded * probe.inference.batch_size
     split_inference(phases, calls, probe, task.inference_call)
     figures = utilisation(env["peak"], config.precision, task.flops(built, probe), record(False).train,
-                          built.train_images_per_epoch, probe.inference.images_per_second)
+                          built.train_images_per_epoch, probe.inference.images_per_second, placement)
     save(record(True, probe, figures).to_dict())
     exported = task.export(built, data, probe, log)
     rows = None

@@ -19,7 +19,7 @@ from l40sbench.core.records import to_json, write_atomic
 from l40sbench.core.results import Row, SweepResult
 from l40sbench.core.text import Log
 from l40sbench.core.timing import Stopwatch
-from l40sbench.core.utilisation import peak_for, utilisation
+from l40sbench.core.utilisation import peak_for, peak_over_devices, utilisation
 from l40sbench.errors import UserError
 from l40sbench.synthetic.children import child_fingerprint, measure_peak, run_job
 from l40sbench.synthetic.config import SweepConfig
@@ -45,7 +45,7 @@ def with_utilisation(row: Row, state: dict) -> Row:
     name, per_device = peak_for(state.get("peak"), row.precision)
     if per_device is None:
         return row
-    peak_gflops = per_device * (row.devices if row.device_kind == "GPU" else 1)
+    peak_gflops = peak_over_devices(per_device, row.device_kind, row.devices)
     return dataclasses.replace(row, utilisation=utilisation(row.achieved_tflops * 1e3, peak_gflops),
                                utilisation_peak=name)
 
