@@ -261,3 +261,29 @@ def test_the_peak_keeps_the_clocks_the_device_reported_while_it_was_measured(mon
     with clocks_while_measured([]) as seen:
         pass
     assert seen["summary"] is None
+
+
+def test_a_flop_count_that_is_not_positive_gives_no_utilisation_and_says_why(monkeypatch):
+    """Several jax releases count a GPU's library calls as -1 after XLA's rewrite: the count is refused, and
+    the run's utilisation says unavailable and why rather than dividing a wrong count by the peak."""
+    pytest.importorskip("jax")
+    from types import SimpleNamespace
+
+    from l40sbench.backends import jax as jax_backend
+    from l40sbench.classify.task import ClassifyTask
+    from l40sbench.core.results import TrainResult
+    from l40sbench.core.timing import epoch_times
+    from l40sbench.harness.run import utilisation as run_figures
+
+    assert jax_backend.gflops_of({"flops": 2e9}) == 2.0 and jax_backend.gflops_of([{"flops": 4e9}]) == 4.0
+    for bad in ({"flops": -1.0}, {"flops": 0.0}, {}, []):
+        with pytest.raises(ValueError, match="XLA's cost analysis counted"):
+            jax_backend.gflops_of(bad)
+    monkeypatch.setattr(jax_backend, "forward_gflops", lambda *args: jax_backend.gflops_of({"flops": -1.0}))
+    config = SimpleNamespace(backend="jax", image_size=32, trainable_top_layers=None)
+    flops = ClassifyTask().flops(SimpleNamespace(config=config, model=None), probe=None)
+    assert flops.forward_gflops is None and "utilisation unavailable" in flops.counter and "-1.0" in flops.counter
+    train = TrainResult.from_times(epoch_times([2.0, 1.0]), 16, [1.0, 0.9], "accuracy", [0.5, 0.6])
+    placement = SimpleNamespace(replicas=1, used=())
+    got = run_figures({"matmul": {"float32": {"gflops": 100.0}}}, "fp32", flops, train, 64, 50.0, placement)
+    assert got["train"] is None and got["inference"] is None and "utilisation unavailable" in got["flop_counter"]

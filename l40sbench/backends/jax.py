@@ -22,7 +22,9 @@ from l40sbench.core.devices import Device
 NAME = "jax"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 SWEEP_STEP = "jax.jit over stateless_call and the optimizer's stateless_apply, keras.distribution.DataParallel"
-FLOP_COUNTER = "XLA's cost analysis of the compiled forward"
+# The lowered module, before XLA's optimisation rewrites matmuls and convolutions into library calls (which
+# several jax releases count as -1 on GPUs, or not at all).
+FLOP_COUNTER = "XLA's cost analysis of the lowered (unoptimised) forward"
 
 
 def host_devices_env(count: int, environ: dict | None = None) -> dict:
@@ -118,11 +120,22 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
     import jax.numpy as jnp
 
     trainable, non_trainable = _values(model)
-    compiled = _stateless_forward(model).lower(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype)).compile()
-    analysis = compiled.cost_analysis()
+    lowered = _stateless_forward(model).lower(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype))
+    return gflops_of(lowered.cost_analysis())
+
+
+def gflops_of(analysis) -> float:
+    """GFLOP of an XLA cost analysis.
+
+    Raises:
+      ValueError: the analysis holds no positive count: utilisation is then unavailable, and says why.
+    """
     if isinstance(analysis, (list, tuple)):  # older jax: one dict per computation
-        analysis = analysis[0]
-    return float(analysis["flops"]) / 1e9
+        analysis = analysis[0] if analysis else None
+    flops = (analysis or {}).get("flops")
+    if flops is None or not float(flops) > 0:
+        raise ValueError(f"XLA's cost analysis counted {flops!r} FLOPs for the forward")
+    return float(flops) / 1e9
 
 
 def peak_memory_mb(kind: str) -> float | None:

@@ -231,12 +231,16 @@ class ClassifyTask:
 
         ops = load(built.config.backend)
         per_forward, convention = _train_convention(built.config)
-        forward = ops.forward_gflops(built.model, built.config.image_size, "uint8")
+        counter = ops.FLOP_COUNTER
+        try:
+            forward = ops.forward_gflops(built.model, built.config.image_size, "uint8")
+        except ValueError as exc:  # a count that is not positive: no utilisation rather than a wrong one
+            forward, counter = None, f"{counter}: utilisation unavailable ({exc})"
         train = None
         if convention == train_flops.CONVENTION and forward:
             base = next(layer for layer in built.model.layers if hasattr(layer, "layers"))  # the nested base
             train, _ = train_flops.fine_tune_gflops(base, forward)
-        return Flops(forward, per_forward, convention, ops.FLOP_COUNTER, train_gflops=train)
+        return Flops(forward, per_forward, convention, counter, train_gflops=train)
 
     def export(self, built: Built, data: Data, probe: Probe, log: Log):
         config = built.config

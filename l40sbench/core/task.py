@@ -62,7 +62,7 @@ class Flops:
     """The FLOP count utilisation divides by the peak: one forward, and training per image, either counted
     from the traced training step (`train_gflops`) or as a multiple of the forward."""
 
-    forward_gflops: float
+    forward_gflops: float | None  # None: the counter gave no usable count (`counter` says why)
     train_flops_per_forward: int
     train_convention: str
     counter: str | None = None  # the counter's name, where the record names it
