@@ -60,6 +60,12 @@ def test_budgets_parse(text, seconds):
     (["study", "l40s", "--plan", "--budget", "soon"], "--budget takes a duration"),
     (["study", "l40s", "--plan", "--only", "detect-yolo"], "--only: no step detect-yolo"),
     (["study", "l40s", "--resume", REPO / "tests"], "is not a study folder"),
+    (["study", "--resume", REPO / "tests"], "is not a study folder"),
+    (["study", "--plan"], "STUDY is required"),
+    (["study", "l40s", "--plan", "--data-classify", "/no/such/folder"], "--data-classify /no/such/folder: no such folder"),
+    (["study", "l40s", "--plan", "--data-detect", "/no/such/folder"], "--data-detect /no/such/folder: no such folder"),
+    (["study", "l40s", "--plan", "--only", ""], "--only names no step"),
+    (["study", "l40s", "--plan", "--only", " , "], "--only names no step"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_exit_2(run_cli(*args), fragment)
@@ -98,7 +104,8 @@ def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
     finished = json.loads((first / "result.json").read_text())
     assert finished["complete"] is True
     before = (first / "result.json").stat().st_mtime_ns
-    resumed = run_cli("study", "l40s", "--quick", "--resume", root)
+    assert_one_line_exit_2(run_cli("study", "leadergpu", "--resume", root), "holds study l40s --quick, not leadergpu")
+    resumed = run_cli("study", "--resume", root)  # the folder's study.json names the study and --quick
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "study [1/2] classify-xception: done earlier" in resumed.stderr
     assert "study [2/2] classify-vgg19: ok" in resumed.stderr

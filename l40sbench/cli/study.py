@@ -31,7 +31,8 @@ def add(subparsers) -> None:
             "with --resume DIR, running only the steps it lacks; a step that fails costs its row."
         ),
     )
-    p.add_argument("study", metavar="STUDY", help="l40s, leadergpu or all")
+    p.add_argument("study", metavar="STUDY", nargs="?",
+                   help="l40s, leadergpu or all (with --resume it may be left out: the folder's study.json names it)")
     p.add_argument("--plan", action="store_true", help="print the plan and its total time, and stop")
     p.add_argument("--quick", action="store_true",
                    help="a check of the whole path in minutes: each classifier at its smallest size on 8 images "
@@ -85,16 +86,36 @@ def _plan_lines(plan) -> list[str]:
     return lines
 
 
+def check_inputs(args) -> None:
+    """The study's inputs, checked before anything is measured: each data folder exists (a tfds: name is the
+    step's to check), and --only names at least one step.
+
+    Raises:
+      UserError: the first input that cannot be used.
+    """
+    for flag, value in (("--data-classify", args.data_classify), ("--data-detect", args.data_detect)):
+        if value is not None and not value.startswith("tfds:") and not Path(value).expanduser().is_dir():
+            raise UserError(f"{flag} {value}: no such folder")
+    if args.only is not None and not any(name.strip() for name in args.only.split(",")):
+        raise UserError("--only names no step: give the plan's step names, separated by commas")
+
+
 def run(args) -> int:
     from l40sbench.study import plan as plans
     from l40sbench.study.run import KIND, read_state
 
-    plans.check_study(args.study)  # before a resume folder is read or a peak measured
+    if args.study is None and args.resume is None:
+        raise UserError("STUDY is required (l40s, leadergpu or all), unless --resume names a study's folder")
+    if args.study is not None:
+        plans.check_study(args.study)  # before a resume folder is read or a peak measured
     budget = plans.parse_budget(args.budget) if args.budget is not None else None
     if args.price_per_minute is not None and args.price_per_minute <= 0:
         raise UserError(f"--price-per-minute must be above 0. Received: {args.price_per_minute:g}")
+    check_inputs(args)
     if args.resume is not None:
         state = read_state(args.resume)
+        if args.study is None:  # the folder names its study and how it was planned
+            args.study, args.quick = state["study"], state["quick"]
         if state["study"] != args.study or state["quick"] != args.quick:
             raise UserError(f"{args.resume} holds study {state['study']}{' --quick' if state['quick'] else ''}, "
                             f"not {args.study}{' --quick' if args.quick else ''}")
