@@ -108,7 +108,10 @@ def test_figures_carry_their_intervals_and_energy_says_why_it_is_missing(runs):
     _, record = runs["quiet"]
     block = record["inference"]["interval_ms"]
     assert block["n"] == record["inference"]["images_timed"] == TIMED
-    assert block["mean_ci95"][0] <= block["mean"] <= block["mean_ci95"][1] and "bootstrap" in block["method"]
+    assert block["mean_ci95"][0] <= block["mean"] <= block["mean_ci95"][1]
+    # independent latencies get the BCa bootstrap, serially correlated ones the effective-n interval
+    assert block["method"].startswith("BCa bootstrap") or "serially correlated" in block["method"], block
+    assert block["lag1_autocorrelation"] is not None
     assert record["train"]["steady_epoch_interval"]["n"] == 1
     assert "mean 95 % interval" in record["_stdout"] and f"% (n {TIMED})" in record["_stdout"]
     telemetry = record["telemetry"]
