@@ -16,8 +16,11 @@ def add(subparsers) -> None:
             "where both records keep the samples, the ratio's 95 % bootstrap interval, and lists the rows "
             "without a partner. A time or rate counts as worse only when its whole interval lies beyond "
             "--tolerance (else 'within noise'); a figure without samples (references, older records) is "
-            "judged on its two values. Where the two machines' measured float32 matmul peaks differ beyond "
-            "the tolerance, times and rates are judged normalised by them (--raw: as measured). Rows from a "
+            "judged on its two values. Where the two machines are of one kind (two CPUs, or one GPU model) and "
+            "their measured peaks of the row's precision differ beyond the tolerance, the times and rates of "
+            "batched work (epochs, sweep steps) are judged normalised by them, batch-1 latencies and LoadGen's "
+            "figures shown as measured and not judged (--raw: everything judged as measured); across kinds "
+            "of device or GPU models every figure is shown as measured, none judged. Rows from a "
             "run the stability guard called unstable are marked. Exit 1 when a figure got significantly "
             "worse beyond the tolerance, an accuracy fell beyond --accuracy-tolerance, or a configuration "
             "that ran now fails; 0 otherwise; 2 on bad input. Each side is a result file, a run folder or a "
@@ -78,7 +81,8 @@ def run(args) -> int:
               + "; ".join(f"{r.line} {r.figure}" for r in result.regressions))
         return 1
     noise = sum(r.verdict.startswith("within noise") for r in result.rows)
-    machine = " normalised by the machines' peaks," if result.machines else ""
+    machine = (" across different devices, shown as measured," if any(compare.DEVICES_DIFFER in t for t in result.machines)
+               else " normalised by the machines' peaks," if result.machines else "")
     print(f"no regression: {len(result.rows)} figure(s),{machine} none significantly worse beyond "
           f"{args.tolerance:g} % (accuracy {args.accuracy_tolerance:g} points)"
           + (f"; {noise} within noise" if noise else ""))

@@ -20,10 +20,15 @@ Each timing, rate and accuracy figure of a matched pair gets its ratio new / bas
   new < baseline / (1 + tolerance);
 - an accuracy regresses when it fell by more than the accuracy tolerance (in points: 2 means 0.02);
 - a configuration that ran in the baseline and failed in the new (out of memory, error, timeout) regresses.
-Where both rows' records carry a measured peak and the float32 matmul rates differ by more than the
-tolerance, times and rates are judged normalised by the machine's speed (new x new peak / baseline peak,
-and its samples alike), unless `raw`; where the peaks agree but the stability guard's bursts, measured
-during each run, differ by more than the tolerance, by those. A row from a record the stability guard called unstable says so.
+Two machines (machine_factor): where the rows ran on different kinds of device or different GPU models,
+nothing is normalised or judged: every ratio is shown as measured, and the devices are named. Where they
+ran on the same kind (two CPUs, or two boards of one GPU model) whose measured peaks of the row's precision
+(bfloat16's for a mixed_bfloat16 run, TF32's for float32 on a GPU that runs it) differ by more than the
+tolerance, or whose peaks agree but whose stability guards' bursts, measured during each run, differ by more
+than the tolerance, the throughput figures of batched work (epochs, a sweep's steps) are judged normalised
+by that speed (new x new peak / baseline peak, and its samples alike), and the figures a peak does not
+bound (batch-1 latencies, LoadGen's) are shown as measured and not judged; unless `raw`, which judges
+everything as measured. A row from a record the stability guard called unstable says so.
 """
 
 from __future__ import annotations
@@ -153,14 +158,21 @@ def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Lin
     return pairs, alone, unused
 
 
-def machine_factor(b: Line, n: Line, tolerance: float, raw: bool) -> tuple[float, str]:
+DEVICES_DIFFER = "devices differ"
+
+
+def machine_factor(b: Line, n: Line, tolerance: float, raw: bool) -> tuple[float | None, str]:
     """(how much slower the new machine is: baseline speed / new speed, what measured it), where that is
-    beyond the tolerance and not `raw`; (1, "") otherwise. The speed is the records' float32 matmul peaks;
-    where those agree (one peak file kept for a series of runs, say) but the runs' own guard bursts, measured
-    while each ran, differ beyond the tolerance, it is the bursts'."""
+    beyond the tolerance and not `raw`; (1, "") otherwise; (None, why) where the two ran on different kinds
+    of device or GPU models, which no peak makes comparable. The speed is the records' matmul peaks of the
+    row's precision; where those agree (one peak file kept for a series of runs, say) but the runs' own guard
+    bursts, measured while each ran, differ beyond the tolerance, it is the bursts'."""
     if raw:
         return 1.0, ""
-    for measured, base, new in (("its float32 matmul peak", b.peak_gflops, n.peak_gflops),
+    if b.device and n.device and b.device != n.device and "GPU" in (b.device[:3], n.device[:3]):
+        return None, f"{DEVICES_DIFFER} ({b.device} -> {n.device})"
+    (base_name, base_peak), (_, new_peak) = b.peak_gflops, n.peak_gflops
+    for measured, base, new in ((f"its {base_name} matmul peak", base_peak, new_peak),
                                 ("its runs' own matmul bursts (the peaks agree)", b.burst_gflops, n.burst_gflops)):
         if base and new and abs(base / new - 1) > tolerance / 100:
             return base / new, f"{measured} ({base:.0f} -> {new:.0f} GFLOP/s)"
@@ -185,16 +197,27 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
             rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}",
                                   False, unstable=unstable))
         slower, measured = machine_factor(b, partner, tolerance, raw)
-        factor = 1 / slower  # new times x factor: what they would be on the baseline's machine
-        if slower != 1.0:
+        if slower is None:
+            text = (f"the {measured}: every figure shown as measured, none normalised or judged (a peak does not "
+                    "make different devices comparable)")
+        else:
             text = (f"new machine {slower:.2f}x {'slower' if slower > 1 else 'faster'} by {measured}: times and "
-                    "rates judged normalised by it (--raw: as measured)")
-            if text not in machines:
-                machines.append(text)
+                    "rates of batched work (epochs, sweep steps) judged normalised by it, batch-1 latencies and "
+                    "LoadGen's figures shown as measured, not judged (--raw: everything as measured)"
+                    ) if slower != 1.0 else ""
+        if text and text not in machines:
+            machines.append(text)
         for name, figure in b.figures.items():
             other = partner.figures.get(name)
             if figure.value is None or other is None or other.value is None:
                 continue
+            if slower is None or (slower != 1.0 and not figure.batched and figure.kind != ACCURACY):
+                ratio = other.value / figure.value if figure.value else None
+                why = "the devices differ" if slower is None else "another machine; a peak does not bound it"
+                rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
+                                      f"shown as measured, not judged ({why})", False, unstable=unstable))
+                continue
+            factor = 1 / slower  # new times x factor: what they would be on the baseline's machine
             ratio, interval, verdict, regressed = _judge(figure, other, factor, tolerance, accuracy_tolerance)
             normalised = factor != 1.0 and figure.kind != ACCURACY
             rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
