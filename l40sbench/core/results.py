@@ -52,6 +52,8 @@ class TrainResult:
     steady_epoch_interval: dict = field(default_factory=dict)
     # each epoch's test scoring, outside its clock, inside wall_seconds; not the studies' work (report.tables)
     scoring_seconds_per_epoch: tuple[float, ...] = ()
+    # each step of the first epoch, where the task steps its own loop (detect): a one-epoch run's steady pace
+    first_epoch_step_seconds: tuple[float, ...] = ()
 
     @property
     def rate_epoch_seconds(self) -> float | None:
@@ -60,7 +62,8 @@ class TrainResult:
     @classmethod
     def from_times(cls, times: EpochTimes, batch_size: int, losses=(), test_metric: str = "",
                    test_metric_per_epoch=(), wall_seconds: float | None = None,
-                   wall_seconds_at_epoch=(), scoring_seconds_per_epoch=()) -> TrainResult:
+                   wall_seconds_at_epoch=(), scoring_seconds_per_epoch=(),
+                   first_epoch_step_seconds=()) -> TrainResult:
         return cls(
             epochs=len(times.epoch_seconds),
             batch_size=batch_size,
@@ -75,6 +78,7 @@ class TrainResult:
             wall_seconds_at_epoch=tuple(float(v) for v in wall_seconds_at_epoch),
             steady_epoch_interval=describe(times.epoch_seconds[1:]),
             scoring_seconds_per_epoch=tuple(float(v) for v in scoring_seconds_per_epoch),
+            first_epoch_step_seconds=tuple(float(v) for v in first_epoch_step_seconds),
         )
 
 

@@ -24,6 +24,7 @@ class EpochLoop:
         self.losses: list[float] = []
         self.test_metric: list[float] = []
         self.scoring_seconds: list[float] = []  # each epoch's test scoring, on a clock of its own
+        self.first_epoch_steps: list[float] = []  # each step of the first epoch (steps() alone knows them)
         self.wall_at_epoch: list[float] = []
 
     def begin(self) -> None:
@@ -59,6 +60,7 @@ class EpochLoop:
             losses.append(step())
             seconds.append(self._step_clock.elapsed())
             if first:
+                self.first_epoch_steps.append(seconds[-1])
                 left = eta_seconds(seconds, count - done)
                 self._log(f"  epoch 1 step {done}/{count}: loss {losses[-1]:.4f}  {seconds[-1]:.1f} s  "
                           f"epoch ETA {left:.0f} s")

@@ -1,8 +1,9 @@
 """The study's verdict: this machine's figures beside the published rows, as ratios, with each figure's
 interval and its run's stability, what the study's work would cost here, and the time to first result.
 
-Pure: records in, Markdown rows out. A row whose step failed says why; a detector trained fewer epochs than
-the study's 200 has its 200-epoch time projected from its own epochs, and says so.
+Pure: records in, Markdown rows out. A row whose step failed says why; a run of fewer epochs than the
+study's protocol has the protocol's training time projected (projection: the first epoch, which holds the
+tracing and compilation, plus N - 1 steady epochs), with the projection's interval, and says so.
 """
 
 from __future__ import annotations
@@ -25,16 +26,43 @@ def _published(reference: Sequence[dict], record: dict) -> dict | None:
                 None)
 
 
+def projection(train: dict, epochs: int) -> tuple[float, tuple[float, float] | None, str] | None:
+    """(seconds, its 95 % interval or None, how) that `epochs` epochs would take at this run's pace: the first
+    epoch (tracing and compilation) plus epochs - 1 steady epochs, the steady epoch from epochs 2..N, else
+    from the first epoch's steady steps (its steps 2..n, as many as it had), else the first epoch alone."""
+    from l40sbench.core.intervals import interval
+
+    first = train.get("first_epoch_seconds")
+    if not first:
+        return None
+    rest = epochs - 1
+    steady_block = train.get("steady_epoch_interval") or {}
+    if train.get("steady_epoch_seconds"):
+        steady, ci = train["steady_epoch_seconds"], steady_block.get("mean_ci95")
+        how = f"first epoch + {rest} x the mean of {train['epochs'] - 1} steady epochs"
+    elif len(train.get("first_epoch_step_seconds") or ()) >= 2:
+        steps = train["first_epoch_step_seconds"]
+        pace = interval(steps[1:])
+        steady = pace.mean * len(steps)
+        ci = tuple(v * len(steps) for v in pace.mean_ci95) if pace.mean_ci95 else None
+        how = f"first epoch + {rest} x an epoch of the first epoch's steady steps ({len(steps) - 1} of {len(steps)})"
+    else:
+        return first * epochs, None, f"the first epoch x {epochs} (no steady epoch or step to project from)"
+    return first + rest * steady, (first + rest * ci[0], first + rest * ci[1]) if ci else None, how
+
+
 def _training_rows(name: str, record: dict, published: dict | None, stability: str) -> list[tuple]:
     epoch, theirs = wall_epoch_seconds(record["train"]), wall_epoch_seconds((published or {}).get("train") or {})
     rows = [(name, "time per epoch, s", number(epoch), number(theirs), _ratio(epoch, theirs),
              spread(record["train"].get("steady_epoch_interval")), stability)]
     protocol = ARTICLE_EPOCHS[record["task"]]
-    if epoch and record["train"]["epochs"] != protocol:
+    projected = projection(record["train"], protocol) if record["train"]["epochs"] != protocol else None
+    if projected:
+        seconds, ci, how = projected
         study_total = (published or {}).get("train", {}).get("wall_seconds")
-        rows.append((name, f"{protocol}-epoch training, s (projected from {record['train']['epochs']})",
-                     number(epoch * protocol, 1), number(study_total, 1), _ratio(epoch * protocol, study_total),
-                     "-", stability))
+        rows.append((name, f"{protocol}-epoch training, s (projected: {how})", number(seconds, 1),
+                     number(study_total, 1), _ratio(seconds, study_total),
+                     f"{number(ci[0], 1)}-{number(ci[1], 1)}" if ci else "-", stability))
     return rows
 
 
@@ -83,12 +111,16 @@ def rows(steps: Sequence[tuple[str, dict | None, str]], reference: Sequence[dict
 
 
 def protocol_seconds(record: dict) -> float | None:
-    """What the study's protocol takes here: its epochs at this run's time per epoch, and its test images."""
-    epoch = wall_epoch_seconds(record["train"])
+    """What the study's protocol takes here: its epochs (this run's where it ran them all, else projected) and
+    its test images."""
+    train, protocol = record["train"], ARTICLE_EPOCHS[record["task"]]
+    epoch = wall_epoch_seconds(train)
     mean_ms, images = record["inference"].get("mean_ms"), record["inference"].get("images_timed") or 0
     if not epoch:
         return None
-    return epoch * ARTICLE_EPOCHS[record["task"]] + (mean_ms or 0) * images / 1000
+    projected = projection(train, protocol) if train["epochs"] != protocol else None
+    training = projected[0] if projected else epoch * protocol
+    return training + (mean_ms or 0) * images / 1000
 
 
 def cost_line(records: Sequence[dict], price_per_minute: float | None) -> str:
