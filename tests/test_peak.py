@@ -35,8 +35,9 @@ class FakeDevice:
         self.events.append("read")
         return self.now
 
-    def sync(self) -> None:
-        self.events.append("sync")
+    def sync(self, *output) -> None:
+        """sync() drains the queue; sync(output) waits for that output, which here is the last call's."""
+        self.events.append("sync on the output" if output else "sync")
         self.now += self.queued
         self.queued = 0.0
 
@@ -54,7 +55,7 @@ def test_a_batch_of_calls_has_one_sync_inside_the_clock_and_no_host_copy():
     device = FakeDevice(0.01)
     seconds = time_batches(device.make_call(0), 4, 2, clock=device.clock, sync=device.sync)
     assert seconds == pytest.approx([0.04, 0.04])
-    one_batch = ["sync", "read", "call", "call", "call", "call", "sync", "read"]
+    one_batch = ["sync", "read", "call", "call", "call", "call", "sync on the output", "read"]
     assert device.events == one_batch * 2
     assert "host copy" not in device.events
     with pytest.raises(ValueError, match="calls=0"):

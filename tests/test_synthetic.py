@@ -246,3 +246,48 @@ def test_gpu_workspace_allocation_failures_are_out_of_memory():
 def test_a_child_past_its_time_limit_is_ended():
     outcome = child.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5, memory_limit_mb=None)
     assert outcome.timed_out and outcome.seconds < 10
+
+
+def test_a_sweep_row_times_windows_of_steps_and_reads_its_memory_before_the_guard(monkeypatch):
+    """20 steps: 5 windows of 4 between two syncs each, the second on the window's last output; each window
+    over 4 is a step figure. The peak memory (this CPU's counter, the process's peak resident set) is read
+    before the guard's burst, which here holds 400 MB more than the process ever had."""
+    import time
+
+    import numpy as np
+
+    from l40sbench.core.devices import Device
+    from l40sbench.peak import burst
+    from l40sbench.synthetic.job import Job, StepSettings
+    from l40sbench.synthetic.worker import _host_peak_mb, _timed_row, window_steps
+
+    assert [window_steps(n) for n in (1, 3, 20, 49, 100, 1000)] == [1, 1, 4, 9, 10, 10]
+    before = _host_peak_mb()
+    held = {}
+
+    class BigGuard:
+        def __init__(self, *args):
+            self.bursts = []
+
+        def check(self, moment):
+            held["burst"] = np.ones(int((before + 400) * 2**20 / 8))  # touched: it counts in the resident set
+
+    monkeypatch.setattr(burst, "Guard", BigGuard)
+    waited, calls = [], []
+
+    def sync(*output):
+        waited.append(output)
+
+    def step():
+        calls.append(1)
+        time.sleep(0.001)
+        return len(calls)
+
+    job = Job("lenet", 2, 1, StepSettings(warmup_steps=2, steps=20))
+    row = _timed_row(job, step, sync, gflops=0.01, replicas=1, workers=1,
+                     used=[Device("CPU", "/device:CPU:0", 0, "a CPU")], peak_memory_mb=_host_peak_mb,
+                     started=time.perf_counter(), compiled="a stand-in step")
+    assert len(calls) == 22 and row.steps == 20 and len(row.step_ms) == 5 and row.extra["window_steps"] == 4
+    assert [o for o in waited if o][-5:] == [(6,), (10,), (14,), (18,), (22,)]  # each window's last output
+    assert all(s >= 1.0 for s in row.step_ms)  # a window over its steps: one step's time, not four
+    assert row.peak_memory_mb < before + 100 and _host_peak_mb() > before + 300

@@ -182,10 +182,11 @@ def time_batches(
 ) -> list[float]:
     """Seconds of `samples` batches of `calls` back-to-back calls each.
 
-    One sync drains queued work before each batch starts and one ends it; none
-    sits between the calls, and nothing call() returns is read, so an
-    asynchronous device stays busy and no result crosses to the host inside
-    the clock (how a peak rate is measured rather than a launch latency).
+    One sync drains queued work before each batch starts and one, on the last
+    call's output (as the probe waits), ends it; none sits between the calls, and
+    nothing call() returns is read, so an asynchronous device stays busy and no
+    result crosses to the host inside the clock (how a peak rate is measured
+    rather than a launch latency).
     """
     if calls < 1 or samples < 1:
         raise ValueError(f"calls and samples must be >= 1. Received: calls={calls}, samples={samples}")
@@ -194,8 +195,8 @@ def time_batches(
         sync()
         start = clock()
         for _ in range(calls):
-            call()
-        sync()
+            output = call()
+        sync(output)
         durations.append(clock() - start)
     return durations
 

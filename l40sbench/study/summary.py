@@ -116,11 +116,9 @@ def protocol_seconds(record: dict) -> float | None:
     train, protocol = record["train"], ARTICLE_EPOCHS[record["task"]]
     epoch = wall_epoch_seconds(train)
     mean_ms, images = record["inference"].get("mean_ms"), record["inference"].get("images_timed") or 0
-    if not epoch:
-        return None
     projected = projection(train, protocol) if train["epochs"] != protocol else None
-    training = projected[0] if projected else epoch * protocol
-    return training + (mean_ms or 0) * images / 1000
+    training = projected[0] if projected else (epoch * protocol if epoch else None)
+    return training + (mean_ms or 0) * images / 1000 if training else None
 
 
 def cost_line(records: Sequence[dict], price_per_minute: float | None) -> str:
