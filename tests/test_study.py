@@ -134,22 +134,23 @@ def test_the_leadergpu_study_quick_gives_the_sweep_beside_the_tables_and_its_cos
 def test_a_projection_is_the_first_epoch_plus_the_steady_ones():
     """A first epoch 10x its steady ones (compilation on a GPU): 10 epochs project to first + 9 x steady, not
     10 x the mean; a one-epoch detector's steady epoch comes from its steady steps."""
+    from l40sbench.core.projection import projection
     from l40sbench.core.results import TrainResult
     from l40sbench.core.timing import epoch_times
     from l40sbench.study import summary
 
     three = dataclasses.asdict(TrainResult.from_times(epoch_times([10.0, 1.0, 1.02, 0.98]), 16))
-    seconds, ci, how = summary.projection(three, 10)
+    seconds, ci, how = projection(three, 10)
     assert seconds == pytest.approx(10.0 + 9 * 1.0) and ci[0] < seconds < ci[1]
     assert how == "first epoch + 9 x the mean of 3 steady epochs"
     steps = [65.6, 41.6, 45.7, 43.0, 44.1]
     one = dataclasses.asdict(TrainResult.from_times(epoch_times([sum(steps)]), 16, first_epoch_step_seconds=steps))
-    seconds, ci, how = summary.projection(one, 200)
+    seconds, ci, how = projection(one, 200)
     steady = sum(steps[1:]) / 4 * 5
     assert seconds == pytest.approx(sum(steps) + 199 * steady) and seconds < 200 * sum(steps)
     assert ci[0] < seconds < ci[1] and "the first epoch's steady steps (4 of 5)" in how
     bare = dataclasses.asdict(TrainResult.from_times(epoch_times([30.0]), 16))
-    assert summary.projection(bare, 200)[0] == 6000.0
+    assert projection(bare, 200)[0] == 6000.0
     record = {"task": "detect", "base": "ssd_resnet50_fpn", "train": one,
               "inference": {"mean_ms": 1000.0, "images_timed": 59}}
     (_, row) = [r for r in summary.rows([("detect-ssd", record, "")], []) if "training" in r[1] or "epoch" in r[1]]

@@ -219,7 +219,7 @@ class ClassifyTask:
                   verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
                   callbacks=[callback])
 
-    def after_training(self, built: Built, epoch_seconds: list[float], log: Log) -> None:
+    def after_training(self, built: Built, train: dict, log: Log) -> None:
         pass
 
     def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:

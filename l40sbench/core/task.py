@@ -95,7 +95,7 @@ class Task(Protocol):
     def train(self, built: Built, data: Data, loop) -> None:
         """Trains built.epochs epochs, marking each epoch's start and end on `loop` (harness.epochs.EpochLoop)."""
 
-    def after_training(self, built: Built, epoch_seconds: list[float], log: Log) -> None:
+    def after_training(self, built: Built, train: dict, log: Log) -> None:
         """Notes the finished training gives (a projection), outside every clock."""
 
     def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:

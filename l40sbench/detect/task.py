@@ -220,12 +220,14 @@ class DetectTask:
             loss = float(np.mean(losses))
             loop.end(loss, {"loss": loss, **{name: values[-1] for name, values in trainer.components.items()}})
 
-    def after_training(self, built: Built, epoch_seconds: list[float], log: Log) -> None:
+    def after_training(self, built: Built, train: dict, log: Log) -> None:
+        from l40sbench.core.projection import projection
+
         if built.notes.get("epochs_defaulted_for_cpu"):
-            projected = epoch_seconds[0] * ARTICLE_EPOCHS
+            projected, _, how = projection(train, ARTICLE_EPOCHS)
             built.notes["projected_article_protocol_seconds"] = projected
             log(f"projected time of the article's {ARTICLE_EPOCHS}-epoch protocol here: {projected / 3600:.1f} h "
-                "(from the first epoch, which includes tracing)")
+                f"({how})")
 
     def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:
         config, (splits, _) = built.config, data.splits

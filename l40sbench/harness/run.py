@@ -170,7 +170,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     wall_seconds.append(wall.elapsed())
     guard.check("after training")
     built.devices.update(placement.after_training(built.model.trainable_weights, before))
-    task.after_training(built, clock.epoch_seconds, log)
+    task.after_training(built, dataclasses.asdict(record(False).train), log)
 
     split_training(phases, clock.windows, built.train_images_per_epoch)
     with phases.phase("inference") as done, recorded_calls() as calls:

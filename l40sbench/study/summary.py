@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from l40sbench.core.projection import projection
 from l40sbench.report.cells import number, spread
 from l40sbench.report.tables import wall_epoch_seconds
 from l40sbench.study.plan import ARTICLE_EPOCHS
@@ -24,31 +25,6 @@ def _ratio(mine: float | None, theirs: float | None) -> str:
 def _published(reference: Sequence[dict], record: dict) -> dict | None:
     return next((r for r in reference if r.get("task") == record.get("task") and r.get("base") == record.get("base")),
                 None)
-
-
-def projection(train: dict, epochs: int) -> tuple[float, tuple[float, float] | None, str] | None:
-    """(seconds, its 95 % interval or None, how) that `epochs` epochs would take at this run's pace: the first
-    epoch (tracing and compilation) plus epochs - 1 steady epochs, the steady epoch from epochs 2..N, else
-    from the first epoch's steady steps (its steps 2..n, as many as it had), else the first epoch alone."""
-    from l40sbench.core.intervals import interval
-
-    first = train.get("first_epoch_seconds")
-    if not first:
-        return None
-    rest = epochs - 1
-    steady_block = train.get("steady_epoch_interval") or {}
-    if train.get("steady_epoch_seconds"):
-        steady, ci = train["steady_epoch_seconds"], steady_block.get("mean_ci95")
-        how = f"first epoch + {rest} x the mean of {train['epochs'] - 1} steady epochs"
-    elif len(train.get("first_epoch_step_seconds") or ()) >= 2:
-        steps = train["first_epoch_step_seconds"]
-        pace = interval(steps[1:])
-        steady = pace.mean * len(steps)
-        ci = tuple(v * len(steps) for v in pace.mean_ci95) if pace.mean_ci95 else None
-        how = f"first epoch + {rest} x an epoch of the first epoch's steady steps ({len(steps) - 1} of {len(steps)})"
-    else:
-        return first * epochs, None, f"the first epoch x {epochs} (no steady epoch or step to project from)"
-    return first + rest * steady, (first + rest * ci[0], first + rest * ci[1]) if ci else None, how
 
 
 def _training_rows(name: str, record: dict, published: dict | None, stability: str) -> list[tuple]:
