@@ -97,3 +97,24 @@ def test_a_serially_correlated_series_gets_an_interval_that_covers_its_mean():
     assert covered / 200 >= 0.90
     independent = interval(np.random.default_rng(7).normal(100.0, 5.0, 200))
     assert independent.method.startswith("BCa bootstrap") and abs(independent.lag1_autocorrelation) < 0.14
+
+
+def test_holms_method_keeps_a_strong_finding_and_drops_the_ones_chance_explains():
+    from l40sbench.core.intervals import holm
+
+    # alpha 0.05 over 4: 0.01 <= 0.05/4, 0.015 <= 0.05/3, 0.03 > 0.05/2 stops there
+    assert holm([0.03, 0.01, 0.5, 0.015], 0.05) == [False, True, False, True]
+    assert holm([0.03, 0.01, 0.5, 0.02], 0.05) == [False, True, False, False]  # 0.02 > 0.05/3: stops
+    assert holm([], 0.05) == [] and holm([0.049], 0.05) == [True]
+
+
+def test_compare_applies_holm_over_every_figure_judged_on_samples():
+    """Twenty figures each just WORSE on its own (p 0.01 < 2.5 %) are what chance gives among many; one at
+    p 0 is a regression. compare keeps the second and says why it drops the others."""
+    from l40sbench.report.compare import FigureRow, _holm
+
+    rows = [FigureRow("row", f"figure {i}", "time", 1.0, 1.2, 1.2, "WORSE: 20.0 % slower", True) for i in range(21)]
+    kept = _holm(rows, [(i, 0.01) for i in range(20)] + [(20, 0.0)])
+    assert [r.regressed for r in kept] == [False] * 20 + [True]
+    assert kept[0].verdict == "within noise after Holm's correction over 21 figures (p 0.0100): 20.0 % slower"
+    assert kept[20].verdict.startswith("WORSE")

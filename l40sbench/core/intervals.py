@@ -190,6 +190,14 @@ def ratio_interval(baseline: Sequence[float], new: Sequence[float],
                    statistic: str = "mean") -> tuple[float, float] | None:
     """The 95 % interval of statistic(new) / statistic(baseline), each side resampled on its own; None
     where either side has fewer than MIN_SAMPLES samples or the baseline's statistic is not positive."""
+    found = ratio_bootstrap(baseline, new, statistic)
+    return None if found is None else found[0]
+
+
+def ratio_bootstrap(baseline: Sequence[float], new: Sequence[float],
+                    statistic: str = "mean") -> tuple[tuple[float, float], np.ndarray] | None:
+    """(ratio_interval's interval, the bootstrap distribution of the ratio it was read from); None where
+    ratio_interval gives none. A one-sided bootstrap p-value is a share of that distribution."""
     base, other = _check(baseline), _check(new)
     if base.size < MIN_SAMPLES or other.size < MIN_SAMPLES:
         return None
@@ -198,12 +206,24 @@ def ratio_interval(baseline: Sequence[float], new: Sequence[float],
         return None
     if np.ptp(base) == 0 and np.ptp(other) == 0:
         ratio = float(stat(other, 0) / stat(base, 0))
-        return ratio, ratio
-    low, high = _bootstrap((base, other), lambda b, o, axis: stat(o, axis) / stat(b, axis))
-    return float(low), float(high)
+        return (ratio, ratio), np.array([ratio])
+    low, high, distribution = _bootstrap((base, other), lambda b, o, axis: stat(o, axis) / stat(b, axis),
+                                         with_distribution=True)
+    return (float(low), float(high)), np.asarray(distribution)
 
 
-def _bootstrap(data: tuple, statistic, method: str = "percentile") -> tuple:
+def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down rejections at family-wise level `alpha`, in the p-values' own order."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = [False] * len(p_values)
+    for rank, index in enumerate(order):
+        if p_values[index] > alpha / (len(p_values) - rank):
+            break
+        rejected[index] = True
+    return rejected
+
+
+def _bootstrap(data: tuple, statistic, method: str = "percentile", with_distribution: bool = False) -> tuple:
     """SciPy's bootstrap interval; BCa falls back to the percentile one where its correction is undefined
     (samples with few distinct values)."""
     import warnings
@@ -216,8 +236,8 @@ def _bootstrap(data: tuple, statistic, method: str = "percentile") -> tuple:
                            vectorized=True, paired=False, rng=np.random.default_rng(SEED))
     low, high = result.confidence_interval.low, result.confidence_interval.high
     if method != "percentile" and not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-        return _bootstrap(data, statistic)
-    return low, high
+        return _bootstrap(data, statistic, with_distribution=with_distribution)
+    return (low, high, result.bootstrap_distribution) if with_distribution else (low, high)
 
 
 def spread_text(values: dict | None, unit: str = "", digits: int = 3) -> str:

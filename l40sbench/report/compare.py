@@ -40,7 +40,9 @@ from l40sbench.report.comparable import ACCURACY, KEY_FIELDS, LOWER, Figure, Lin
 
 IMAGE_SIZE = KEY_FIELDS.index("image size")
 RULE = ("a time or rate regresses when the 95 % bootstrap interval of new / baseline lies wholly beyond the "
-        "tolerance; figures without samples are judged on their two values")
+        "tolerance and, over all the figures judged on samples, Holm's method keeps it (the chance of any false "
+        "WORSE among them held to 2.5 %); figures without samples are judged on their two values")
+FAMILY_ALPHA = 0.025  # one-sided: a WORSE is the interval's lower end beyond the bound, 2.5 % per figure alone
 
 
 def _matches(a: tuple, b: tuple, ignore: tuple[int, ...] = ()) -> bool:
@@ -110,31 +112,35 @@ def _sampled_verdict(kind: str, worse: float, interval: tuple[float, float], sho
 
 
 def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_tolerance: float):
-    """(ratio, interval, verdict, regressed) of one figure; `factor` scales the new side's times (normalising)."""
-    from l40sbench.core.intervals import MIN_SAMPLES, SMALL_P99, ratio_interval
+    """(ratio, interval, verdict, regressed, p) of one figure; `factor` scales the new side's times
+    (normalising); p, for a figure judged on samples, is the bootstrap's share of ratios within the tolerance
+    (a one-sided p-value of "worse beyond the tolerance"), else None."""
+    from l40sbench.core.intervals import MIN_SAMPLES, SMALL_P99, ratio_bootstrap
 
     if b.kind == ACCURACY:
         verdict, regressed = _point_verdict(ACCURACY, b.value, n.value, tolerance, accuracy_tolerance)
-        return (n.value / b.value if b.value else None), None, verdict, regressed
+        return (n.value / b.value if b.value else None), None, verdict, regressed, None
     new_value = n.value * factor if b.kind == LOWER else n.value / factor
     ratio = new_value / b.value if b.value else None
     if not (b.value > 0 and new_value > 0):
-        return ratio, None, "-", False
+        return ratio, None, "-", False, None
     worse = new_value / b.value if b.kind == LOWER else b.value / new_value
     if b.samples is None or n.samples is None:
-        return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance))
+        return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance), None)
     counts = (len(b.samples), len(n.samples))
     if min(counts) < MIN_SAMPLES:
         what = "one measurement" if max(counts) == 1 else f"n {min(counts)}"
-        return ratio, None, f"{what}: shown, not judged", False
+        return ratio, None, f"{what}: shown, not judged", False, None
     if b.statistic == "p99" and min(counts) < SMALL_P99:
-        return ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False
-    times = ratio_interval(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
-    if times is None:
-        return ratio, None, "-", False
+        return ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False, None
+    found = ratio_bootstrap(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
+    if found is None:
+        return ratio, None, "-", False, None
+    times, distribution = found
     interval = times if b.kind == LOWER else (1 / times[1], 1 / times[0])
     verdict, regressed = _sampled_verdict(b.kind, worse, times, interval, tolerance)
-    return ratio, interval, verdict, regressed
+    p = float((distribution <= 1 + tolerance / 100).mean())
+    return ratio, interval, verdict, regressed, p
 
 
 def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Line, Line, str]], list[Line], list[Line]]:
@@ -186,7 +192,7 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
         raise ValueError(f"tolerances must be >= 0. Received: {tolerance!r}, {accuracy_tolerance!r}")
     pairs, alone, unused = _pair([line for r in baseline for line in lines(r)],
                                  [line for r in new for line in lines(r)])
-    rows, machines = [], []
+    rows, machines, sampled = [], [], []
     for b, partner, note in pairs:
         label = b.label() + note
         unstable = ", ".join(side for side, line in (("baseline", b), ("new", partner)) if line.stability == "unstable")
@@ -218,9 +224,29 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
                                       f"shown as measured, not judged ({why})", False, unstable=unstable))
                 continue
             factor = 1 / slower  # new times x factor: what they would be on the baseline's machine
-            ratio, interval, verdict, regressed = _judge(figure, other, factor, tolerance, accuracy_tolerance)
+            ratio, interval, verdict, regressed, p = _judge(figure, other, factor, tolerance, accuracy_tolerance)
             normalised = factor != 1.0 and figure.kind != ACCURACY
+            if p is not None:
+                sampled.append((len(rows), p))
             rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
                                   verdict + (f" [unstable: {unstable}]" if unstable else ""), regressed, interval,
                                   normalised, unstable))
+    rows = _holm(rows, sampled)
     return Comparison(tuple(rows), tuple(b.label() for b in alone), tuple(n.label() for n in unused), tuple(machines))
+
+
+def _holm(rows: list[FigureRow], sampled: list[tuple[int, float]]) -> list[FigureRow]:
+    """A WORSE judged on samples stands only where Holm's method over every figure judged on samples keeps
+    it (family-wise FAMILY_ALPHA): many figures of one pair each at 2.5 % would call some regression by chance."""
+    from dataclasses import replace
+
+    from l40sbench.core.intervals import holm
+
+    kept = holm([p for _, p in sampled], FAMILY_ALPHA)
+    out = list(rows)
+    for (index, p), keep in zip(sampled, kept):
+        if out[index].regressed and not keep:
+            out[index] = replace(out[index], regressed=False, verdict=(
+                f"within noise after Holm's correction over {len(sampled)} figures (p {p:.4f}): "
+                + out[index].verdict.removeprefix("WORSE: ")))
+    return out
