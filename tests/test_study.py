@@ -156,3 +156,50 @@ def test_a_projection_is_the_first_epoch_plus_the_steady_ones():
     (_, row) = [r for r in summary.rows([("detect-ssd", record, "")], []) if "training" in r[1] or "epoch" in r[1]]
     assert row[1].startswith("200-epoch training, s (projected: first epoch + 199 x") and row[5] != "-"
     assert summary.protocol_seconds(record) == pytest.approx(sum(steps) + 199 * steady + 59.0)
+
+
+# A stand-in step: "measures" an epoch a second, saving its record after each (complete: false), and on Ctrl-C
+# saves once more and exits 130, as a run does; with `quick` in its argv it finishes (complete: true) at once.
+_STEP = """
+import json, sys, time
+from pathlib import Path
+out = Path(sys.argv[sys.argv.index("--output-dir") + 1])
+def save(complete, epochs):
+    (out / "result.json").write_text(json.dumps({"complete": complete, "train": {"epochs": epochs}}))
+if "quick" in sys.argv:
+    save(True, 1)
+    sys.exit(0)
+epochs = 0
+try:
+    while True:
+        time.sleep(1.0)
+        epochs += 1
+        save(False, epochs)
+except KeyboardInterrupt:
+    save(False, epochs)
+    sys.exit(130)
+"""
+
+
+def test_a_deadline_cuts_the_running_step_keeping_its_record_and_starts_none_that_would_cross_it(tmp_path):
+    from l40sbench.study import run as study_run
+    from l40sbench.study.plan import Plan, Step
+
+    def runner(argv, folder, timeout):  # the real child runner, on the stand-in step
+        return study_run._run_child([sys.executable, "-c", _STEP, *argv[3:]], folder, timeout)
+
+    plan = Plan("l40s", (Step("quick-one", "classify", ("quick",), 1.0),
+                         Step("long-one", "classify", ("long",), 2.0),
+                         Step("too-long", "classify", ("long",), 3600.0)))
+    state, lines = {}, []
+    started = time.perf_counter()
+    outcomes = study_run.run_plan(plan, tmp_path, state, lines.append, runner=runner, deadline=started + 4.0)
+    elapsed = time.perf_counter() - started
+    assert [o.status for o in outcomes] == ["ok", "cut", "skipped"]
+    assert elapsed < 4.0 * 1.05 + 30 and elapsed >= 4.0  # the budget + 5 % + 30 s, and not before it
+    partial = json.loads((tmp_path / "02-long-one" / "result.json").read_text())
+    assert partial["complete"] is False and partial["train"]["epochs"] >= 2  # what it measured, saved on SIGINT
+    assert "stopped at the deadline; its partial record is kept (complete: false)" == outcomes[1].reason
+    assert outcomes[2].reason.startswith("not started: its estimate") and "would cross the deadline" in outcomes[2].reason
+    assert not (tmp_path / "03-too-long").exists()
+    assert [s["status"] for s in state["steps"]] == ["ok", "cut", "skipped"]

@@ -101,8 +101,11 @@ def check_inputs(args) -> None:
 
 
 def run(args) -> int:
+    from l40sbench.core.startup import CommandClock
     from l40sbench.study import plan as plans
     from l40sbench.study.run import KIND, read_state
+
+    started = CommandClock.started if CommandClock.started is not None else time.perf_counter()  # the budget's start
 
     if args.study is None and args.resume is None:
         raise UserError("STUDY is required (l40s, leadergpu or all), unless --resume names a study's folder")
@@ -148,10 +151,12 @@ def run(args) -> int:
         print(line)
     if args.plan:
         return 0
-    return _run_study(args, plan, root, state)
+    return _run_study(args, plan, root, state, started)
 
 
-def _run_study(args, plan, root: Path, state: dict) -> int:
+def _run_study(args, plan, root: Path, state: dict, started: float) -> int:
+    """Runs the plan's steps, within the budget (state's budget_s, from `started` on) where there is one, and
+    writes the report and the budget's use."""
     from l40sbench.core.records import write_atomic
     from l40sbench.peak.cache import PEAK_FILE_VARIABLE
     from l40sbench.study.run import STATE, run_plan, step_folder
@@ -159,9 +164,14 @@ def _run_study(args, plan, root: Path, state: dict) -> int:
     write_atomic(root / STATE, json.dumps(state, indent=2))
     os.environ.setdefault(PEAK_FILE_VARIABLE, str(root / "peak.json"))  # one peak for every step
     os.environ["KERAS_BACKEND"] = args.backend
-    outcomes = run_plan(plan, root, state, log)
+    budget = state.get("budget_s")
+    outcomes = run_plan(plan, root, state, log, deadline=started + budget if budget else None)
+    if budget:
+        used = time.perf_counter() - started
+        state["budget"] = {"budget_s": budget, "used_s": used, "slack_s": budget - used}
+        write_atomic(root / STATE, json.dumps(state, indent=2))
     folders = [step_folder(root, i, step) for i, step in enumerate(plan.steps)]
-    path, verdict = _write_report(root, plan, outcomes, folders, args.price_per_minute)
+    path, verdict = _write_report(root, plan, outcomes, folders, args.price_per_minute, state.get("budget"))
     print()
     print(verdict)
     print(f"report: {path}")
@@ -169,12 +179,14 @@ def _run_study(args, plan, root: Path, state: dict) -> int:
     return 1 if failed and len(failed) == len(outcomes) else 0
 
 
-def _write_report(root: Path, plan, outcomes, folders, price: float | None) -> tuple[Path, str]:
+def _write_report(root: Path, plan, outcomes, folders, price: float | None, budget: dict | None = None
+                  ) -> tuple[Path, str]:
     from l40sbench.core.text import markdown_table
     from l40sbench.reference import load as load_reference
     from l40sbench.report.document import write_report
     from l40sbench.report.inputs import load_all
     from l40sbench.study import summary
+    from l40sbench.study.plan import duration
 
     records = {}
     for folder, outcome in zip(folders, outcomes):
@@ -194,6 +206,10 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None) -> t
                     + ("" if price else " (give --price-per-minute to price it)") + ":", "",
                     markdown_table(summary.COST_HEAD, sweep_costs), ""]
     verdict += [summary.first_result_line(list(records.values()))] + [f"budget cut: {cut}" for cut in plan.cuts]
+    if budget:
+        slack = budget["slack_s"]
+        verdict.append(f"budget: {duration(budget['used_s'])} used of {duration(budget['budget_s'])} ("
+                       + (f"{duration(slack)} to spare)" if slack >= 0 else f"over by {duration(-slack)})"))
     if plan.quick:
         verdict.append("--quick: tiny sizes and a few images, a check of the path; the ratios are not the study's work")
     text = [f"# Study {plan.study} on this machine", "", "## This machine beside the study", "", *verdict, "",

@@ -2,12 +2,16 @@
 study's state (study.json) written after every step, so a killed study resumes with only the steps it lacks.
 
 A step counts as done when its folder holds a complete result.json. A step that fails (out of memory, a
-crash, a bad flag) costs its row, which says why, and the study goes on.
+crash, a bad flag) costs its row, which says why, and the study goes on. With a deadline (--budget), no step
+starts whose estimate (scaled by how the finished steps compared to theirs) would cross it, and a step still
+running at the deadline is interrupted as Ctrl-C would (it saves what it measured, complete: false), then
+killed if it has not stopped within GRACE_SECONDS.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +25,8 @@ from l40sbench.study.plan import Plan, Step, duration
 
 STATE = "study.json"
 KIND = "l40sbench.study/1"
+GRACE_SECONDS = 20  # an interrupted run saves its record and exits within a few seconds here
+CUT = -2  # a runner's code for a step stopped at the deadline
 
 
 @dataclass(frozen=True)
@@ -68,33 +74,49 @@ def _last_error(log: Path) -> str:
     return first_line(users[-1]) if users else last_error(text) or first_line(lines[-1] if lines else "no output")
 
 
-def eta_seconds(plan: Plan, outcomes: list[Outcome], index: int) -> float:
-    """The rest of the plan from step `index` on, its estimates scaled by how the finished steps compared to
-    theirs (the estimates' own error, measured on this machine)."""
+def pace(plan: Plan, outcomes: list[Outcome]) -> float:
+    """How the finished steps' times compared to their estimates (the estimates' own error on this machine)."""
     ran = [(o.seconds, s.estimate_s) for o, s in zip(outcomes, plan.steps) if o.status == "ok" and o.seconds]
-    factor = sum(a for a, _ in ran) / sum(e for _, e in ran) if ran else 1.0
-    return factor * sum(step.estimate_s for step in plan.steps[index:])
+    return sum(a for a, _ in ran) / sum(e for _, e in ran) if ran else 1.0
+
+
+def eta_seconds(plan: Plan, outcomes: list[Outcome], index: int) -> float:
+    """The rest of the plan from step `index` on, its estimates scaled by pace()."""
+    return pace(plan, outcomes) * sum(step.estimate_s for step in plan.steps[index:])
 
 
 def run_plan(plan: Plan, root: Path, state: dict, log: Callable[[str], None],
-             runner: Callable[[list[str], Path], int] | None = None) -> list[Outcome]:
-    """Runs every step not finished yet; writes `state` to root/study.json after each."""
+             runner: Callable[[list[str], Path, float | None], int] | None = None, deadline: float | None = None,
+             clock: Callable[[], float] = time.perf_counter) -> list[Outcome]:
+    """Runs every step not finished yet, within `deadline` (an instant on `clock`) where there is one; writes
+    `state` to root/study.json after each."""
     runner = runner or _run_child
     outcomes: list[Outcome] = []
     count = len(plan.steps)
     for index, step in enumerate(plan.steps):
         folder = step_folder(root, index, step)
         prefix = f"study [{index + 1}/{count}] {step.name}"
+        left = deadline - clock() if deadline is not None else None
+        expected = pace(plan, outcomes) * step.estimate_s
         if finished(folder):
             outcomes.append(Outcome(step.name, "done earlier", None))
             log(f"{prefix}: done earlier ({folder.name}), kept")
+        elif left is not None and expected > left:
+            reason = (f"not started: its estimate ({duration(expected)}) would cross the deadline "
+                      f"({duration(max(left, 0.0))} left)")
+            outcomes.append(Outcome(step.name, "skipped", None, reason))
+            log(f"{prefix}: {reason}")
         else:
             log(f"{prefix}: running (estimate {duration(step.estimate_s)}; study ETA "
                 f"{duration(eta_seconds(plan, outcomes, index))}) ...")
-            started = time.perf_counter()
-            code = runner([sys.executable, "-m", "l40sbench", *step.argv, "--output-dir", str(folder)], folder)
-            seconds = time.perf_counter() - started
-            if code == 0 and finished(folder):
+            started = clock()
+            code = runner([sys.executable, "-m", "l40sbench", *step.argv, "--output-dir", str(folder)], folder, left)
+            seconds = clock() - started
+            if code == CUT:
+                reason = "stopped at the deadline; its partial record is kept (complete: false)"
+                outcomes.append(Outcome(step.name, "cut", seconds, reason))
+                log(f"{prefix}: {reason}")
+            elif code == 0 and finished(folder):
                 outcomes.append(Outcome(step.name, "ok", seconds))
                 log(f"{prefix}: ok in {duration(seconds)}")
             else:
@@ -107,13 +129,23 @@ def run_plan(plan: Plan, root: Path, state: dict, log: Callable[[str], None],
     return outcomes
 
 
-def _run_child(argv: list[str], folder: Path) -> int:
-    """One step in a child process, its output in folder/log.txt; Ctrl-C stops the child and the study."""
+def _run_child(argv: list[str], folder: Path, timeout: float | None = None) -> int:
+    """One step in a child process, its output in folder/log.txt; Ctrl-C stops the child and the study. Past
+    `timeout` seconds the child is interrupted (SIGINT: it saves what it measured), killed after GRACE_SECONDS
+    if it has not stopped, and CUT returned."""
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "log.txt", "w") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         try:
-            return process.wait()
+            return process.wait(timeout=max(timeout, 0.0) if timeout is not None else None)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            return CUT
         except KeyboardInterrupt:
             process.terminate()
             process.wait()

@@ -43,9 +43,10 @@ def _training_rows(name: str, record: dict, published: dict | None, stability: s
 
 
 def _inference_row(name: str, record: dict, published: dict | None, stability: str) -> tuple:
-    mine, theirs = record["inference"].get("mean_ms"), ((published or {}).get("inference") or {}).get("mean_ms")
+    inference = record.get("inference") or {}  # none in a run stopped before its probe (cut at the deadline)
+    mine, theirs = inference.get("mean_ms"), ((published or {}).get("inference") or {}).get("mean_ms")
     return (name, "inference, ms/image", number(mine), number(theirs), _ratio(mine, theirs),
-            spread(record["inference"].get("interval_ms")), stability)
+            spread(inference.get("interval_ms")), stability)
 
 
 def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: str) -> list[tuple]:
@@ -91,7 +92,8 @@ def protocol_seconds(record: dict) -> float | None:
     its test images."""
     train, protocol = record["train"], ARTICLE_EPOCHS[record["task"]]
     epoch = wall_epoch_seconds(train)
-    mean_ms, images = record["inference"].get("mean_ms"), record["inference"].get("images_timed") or 0
+    inference = record.get("inference") or {}
+    mean_ms, images = inference.get("mean_ms"), inference.get("images_timed") or 0
     projected = projection(train, protocol) if train["epochs"] != protocol else None
     training = projected[0] if projected else (epoch * protocol if epoch else None)
     return training + (mean_ms or 0) * images / 1000 if training else None
