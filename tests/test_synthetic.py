@@ -291,3 +291,21 @@ def test_a_sweep_row_times_windows_of_steps_and_reads_its_memory_before_the_guar
     assert [o for o in waited if o][-5:] == [(6,), (10,), (14,), (18,), (22,)]  # each window's last output
     assert all(s >= 1.0 for s in row.step_ms)  # a window over its steps: one step's time, not four
     assert row.peak_memory_mb < before + 100 and _host_peak_mb() > before + 300
+
+
+def test_a_sweep_row_whose_flop_count_was_refused_has_no_utilisation_and_says_why():
+    import time
+
+    from l40sbench.core.devices import Device
+    from l40sbench.synthetic.job import Job, StepSettings
+    from l40sbench.synthetic.sweep import with_utilisation
+    from l40sbench.synthetic.worker import _timed_row
+
+    why = "XLA's cost analysis of the lowered (unoptimised) forward: utilisation unavailable (counted -1.0)"
+    row = _timed_row(Job("lenet", 2, 1, StepSettings(warmup_steps=1, steps=3)), lambda: 1, lambda *_: None,
+                     gflops=None, replicas=1, workers=1, used=[Device("CPU", "/device:CPU:0", 0, "a CPU")],
+                     peak_memory_mb=lambda: None, started=time.perf_counter(), compiled="a stand-in step",
+                     flop_counter=why)
+    assert row.status == "ok" and row.images_per_second > 0 and row.achieved_tflops is None
+    assert row.extra["flop_counter"] == why
+    assert with_utilisation(row, {"peak": {"matmul": {"float32": {"gflops": 100.0}}}}).utilisation is None

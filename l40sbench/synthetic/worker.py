@@ -131,8 +131,9 @@ def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
     return _host_peak_mb()
 
 
-def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: int, used: Sequence[Device],
-               peak_memory_mb: Callable[[], float | None], started: float, compiled: str) -> Row:
+def _timed_row(job: Job, step, sync, *, gflops: float | None, replicas: int, workers: int, used: Sequence[Device],
+               peak_memory_mb: Callable[[], float | None], started: float, compiled: str,
+               flop_counter: str | None = None) -> Row:
     """Warms up, times `steps` steps on the devices `used` in windows of window_steps() steps between two
     syncs (each window over its steps is one step figure), reads the model's peak memory before the guard's
     burst, and makes the configuration's row (every backend's)."""
@@ -157,7 +158,7 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
     guard.check(f"{job.model} b{job.per_device_batch} x{replicas}")
     stats = step_throughput(seconds, job.per_device_batch * replicas)
     step_ms = tuple(1000.0 * s for s in seconds)
-    achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3  # TFLOP/s
+    achieved = stats.images_per_second * flops_per_image(gflops, job.settings.mode) / 1e3 if gflops else None
     return Row(
         model=job.model, mode=job.settings.mode, precision=job.settings.precision, xla=job.settings.xla, optimizer=job.settings.optimizer,
         devices=replicas, workers=workers, device_kind=kind, per_device_batch=job.per_device_batch,
@@ -169,7 +170,8 @@ def _timed_row(job: Job, step, sync, *, gflops: float, replicas: int, workers: i
         gflops_per_image=gflops, achieved_tflops=achieved,
         peak_memory_mb=model_peak_mb, seconds=time.perf_counter() - started, backend=job.settings.backend,
         extra={"devices_used": [d.to_dict() for d in used],
-               "flop_counter": load(job.settings.backend).FLOP_COUNTER, "step": compiled, "peak_memory": PEAK_MEMORY,
+               "flop_counter": flop_counter or load(job.settings.backend).FLOP_COUNTER, "step": compiled,
+               "peak_memory": PEAK_MEMORY,
                "window_steps": per_window},
     )
 
@@ -187,12 +189,17 @@ def measure_keras3(job: Job) -> Row:
     keras.mixed_precision.set_global_policy(keras_policy(job.settings.precision))
     step, _, replicas, model = kernels.sweep_step(MODELS.get(job.model), job, _optimizer(job.settings.optimizer, "fp32"),
                                               keras.losses.sparse_categorical_crossentropy)
-    gflops = job.gflops_per_image if job.gflops_per_image is not None else kernels.forward_gflops(model, model.input_shape[1])
+    counter = kernels.FLOP_COUNTER
+    try:
+        gflops = job.gflops_per_image if job.gflops_per_image is not None else kernels.forward_gflops(
+            model, model.input_shape[1])
+    except ValueError as exc:  # a count that is not positive: no utilisation rather than a wrong one
+        gflops, counter = None, f"{counter}: utilisation unavailable ({exc})"
     used = kernels.devices()[:replicas]
     kind = kind_of(used)
     return _timed_row(job, step, kernels.sync(), gflops=gflops, replicas=replicas, workers=1, used=used,
                       peak_memory_mb=lambda: kernels.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
-                      compiled=kernels.SWEEP_STEP)
+                      compiled=kernels.SWEEP_STEP, flop_counter=counter)
 
 
 def _host_peak_mb() -> float:
