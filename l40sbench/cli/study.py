@@ -191,7 +191,9 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
     records = {}
     for folder, outcome in zip(folders, outcomes):
         if outcome.status != "failed" and (folder / "result.json").exists():
-            records[outcome.name] = json.loads((folder / "result.json").read_text())
+            record = json.loads((folder / "result.json").read_text())
+            if outcome.status != "cut" or (record.get("train") or {}).get("epochs"):  # a cut step: what it finished
+                records[outcome.name] = record
     reference = [*load_reference("l40s"), *load_reference("leadergpu-2017")]
     rows = summary.rows([(o.name, records.get(o.name), o.reason) for o in outcomes], reference)
     inputs = [str(f) for f in folders if f.name.split("-", 1)[1] in records]

@@ -18,7 +18,8 @@ def projection(train: dict, epochs: int) -> tuple[float, tuple[float, float] | N
     steady_block = train.get("steady_epoch_interval") or {}
     if train.get("steady_epoch_seconds"):
         steady, ci = train["steady_epoch_seconds"], steady_block.get("mean_ci95")
-        how = f"first epoch + {rest} x the mean of {train['epochs'] - 1} steady epochs"
+        steady_n = train["epochs"] - 1
+        how = f"first epoch + {rest} x the mean of {steady_n} steady epoch{'s' if steady_n != 1 else ''}"
     elif len(train.get("first_epoch_step_seconds") or ()) >= 2:
         steps = train["first_epoch_step_seconds"]
         pace = interval(steps[1:])
