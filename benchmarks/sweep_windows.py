@@ -32,9 +32,9 @@ def main() -> None:
     from l40sbench.backends import load
     from l40sbench.core.timing import time_batches, time_calls
     from l40sbench.peak.measure import measure
-    from l40sbench.synthetic.job import Job, StepSettings
+    from l40sbench.synthetic.job import Job, StepSettings, window_steps
     from l40sbench.synthetic.models import MODELS
-    from l40sbench.synthetic.worker import _optimizer, window_steps
+    from l40sbench.synthetic.worker import _optimizer
 
     kernels = load(args.backend)
     sync = kernels.sync()

@@ -41,7 +41,7 @@ from l40sbench.report.comparable import ACCURACY, KEY_FIELDS, LOWER, Figure, Lin
 IMAGE_SIZE = KEY_FIELDS.index("image size")
 RULE = ("a time or rate regresses when the 95 % bootstrap interval of new / baseline lies wholly beyond the "
         "tolerance and, over all the figures judged on samples, Holm's method keeps it (the chance of any false "
-        "WORSE among them held to 2.5 %); figures without samples are judged on their two values")
+        "regression among them held to 2.5 %); figures without samples are judged on their two values")
 FAMILY_ALPHA = 0.025  # one-sided: a WORSE is the interval's lower end beyond the bound, 2.5 % per figure alone
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from l40sbench.core.child import first_line
 from l40sbench.core.devices import Device, kind_of
 from l40sbench.core.results import Row
-from l40sbench.synthetic.job import Job, failed_row, flops_per_image
+from l40sbench.synthetic.job import Job, failed_row, flops_per_image, window_steps
 
 ROW_MARKER = "L40SBENCH-ROW "
 CLASSES = 1000
@@ -108,17 +108,6 @@ def build_step(strategy, model, job: Job, global_batch: int):
 
 # One convention on every backend: the most any one device held (what an out-of-memory is about), or on a CPU
 # the process's peak resident set.
-# tf_cnn_benchmarks reports over windows of steps (display_every 10): a sync after every step would keep the
-# host's dispatch of the next step from overlapping the device's work on this one, understating a
-# configuration whose step takes 1-3 ms on a GPU. Up to 10 steps a window, and 5 windows where steps allow.
-WINDOW_STEPS = 10
-
-
-def window_steps(steps: int) -> int:
-    """Steps per timed window for `steps` timed steps: up to WINDOW_STEPS, keeping five windows or more."""
-    return max(1, min(WINDOW_STEPS, steps // 5))
-
-
 PEAK_MEMORY = "the most any one device held at once (GPU: its allocator's peak; CPU: the process's peak resident set)"
 
 
