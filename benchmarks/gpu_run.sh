@@ -42,11 +42,13 @@ if [ -z "$backend" ]; then
   echo "gpu_run: neither jax nor torch imports with $python; set PYTHON, or WHEELS=DIR to install from a folder" >&2
   exit 2
 fi
-if ! "$python" -c "import keras" 2>/dev/null; then
-  echo "gpu_run: keras does not import with $python; WHEELS=DIR with the keras, namex and optree wheels installs it" >&2
+# Keras reads KERAS_BACKEND when first imported and defaults to tensorflow, which is not there: set it first.
+export KERAS_BACKEND="$backend"
+if ! why="$("$python" -c "import keras" 2>&1)"; then
+  echo "gpu_run: keras does not import on $backend with $python: $(printf '%s\n' "$why" | tail -n 1)" \
+       "(WHEELS=DIR with the keras, namex and optree wheels installs it)" >&2
   exit 2
 fi
-export KERAS_BACKEND="$backend"
 export L40SBENCH_PEAK_FILE="$out/peak.json"  # one peak for every run of this script
 log "backend $backend; results in $out"
 # What the machine is and which boards a run would use (the device records, NVML's boards by UUID, the

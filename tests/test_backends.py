@@ -70,7 +70,9 @@ def gpu_run(tmp_path_factory):
     """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: `study all --quick` on its vgg19 classification step
     and its sweep), on jax, where TensorFlow cannot even be imported."""
     out = tmp_path_factory.mktemp("gpu-run") / "out"
-    env = {**_without_tensorflow(out.parent), "GPU_RUN_TINY": "1", "PYTHON": sys.executable}
+    # KERAS_BACKEND unset, as on the GPU machine: the script must choose the backend before keras is imported
+    env = {key: value for key, value in {**_without_tensorflow(out.parent), "GPU_RUN_TINY": "1",
+                                         "PYTHON": sys.executable}.items() if key != "KERAS_BACKEND"}
     started = time.perf_counter()
     result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
                             text=True, env=env, timeout=900)
