@@ -62,7 +62,7 @@ def test_faster_rcnn_training_flops_come_from_the_training_step_and_match_a_hand
                                     trainer.metrics, trainer.placement)
     counted = graph_gflops(graph)  # what garden.train_step_gflops records (per replica: one here)
     forward, head_batches = hand_count_forward_gflops(graph)
-    # The profiler adds the element-wise ops and the gradients; the first layer has no input gradient.
+    # The profiler's convolutions and matmuls, forward and backward; the first layer has no input gradient.
     assert 2.7 * forward <= counted <= 3.3 * forward, (counted, forward)
     # The box head runs on the regions training samples (64 per image), not on the 300 proposals.
     assert head_batches and set(head_batches) == {64}, head_batches

@@ -271,16 +271,17 @@ def test_a_flop_count_that_is_not_positive_gives_no_utilisation_and_says_why(mon
     from types import SimpleNamespace
 
     from l40sbench.backends import jax as jax_backend
+    from l40sbench.backends.flop_convention import positive_gflops
     from l40sbench.classify.task import ClassifyTask
     from l40sbench.core.results import TrainResult
     from l40sbench.core.timing import epoch_times
     from l40sbench.harness.run import utilisation as run_figures
 
-    assert jax_backend.gflops_of({"flops": 2e9}) == 2.0 and jax_backend.gflops_of([{"flops": 4e9}]) == 4.0
-    for bad in ({"flops": -1.0}, {"flops": 0.0}, {}, []):
-        with pytest.raises(ValueError, match="XLA's cost analysis counted"):
-            jax_backend.gflops_of(bad)
-    monkeypatch.setattr(jax_backend, "forward_gflops", lambda *args: jax_backend.gflops_of({"flops": -1.0}))
+    assert positive_gflops(2e9, "the jaxpr") == 2.0
+    for bad in (-1.0, 0.0, None):
+        with pytest.raises(ValueError, match="the jaxpr counted"):
+            positive_gflops(bad, "the jaxpr")
+    monkeypatch.setattr(jax_backend, "forward_gflops", lambda *args: positive_gflops(-1.0, "the jaxpr"))
     config = SimpleNamespace(backend="jax", image_size=32, trainable_top_layers=None)
     flops = ClassifyTask().flops(SimpleNamespace(config=config, model=None), probe=None)
     assert flops.forward_gflops is None and "utilisation unavailable" in flops.counter and "-1.0" in flops.counter

@@ -1,4 +1,4 @@
-"""What the jax backend does differently: jax.jit forwards and steps, JAX's devices, XLA's FLOP count.
+"""What the jax backend does differently: jax.jit forwards and steps, JAX's devices, the jaxpr's FLOP count.
 
 JAX dispatches asynchronously on every device, the CPU included. The clocks'
 sync waits on what a timed call returned (every output of one jitted call is
@@ -17,14 +17,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from l40sbench.backends.flop_convention import CONVENTION, jaxpr_flops, positive_gflops
 from l40sbench.core.devices import Device
 
 NAME = "jax"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 SWEEP_STEP = "jax.jit over stateless_call and the optimizer's stateless_apply, keras.distribution.DataParallel"
-# The lowered module, before XLA's optimisation rewrites matmuls and convolutions into library calls (which
-# several jax releases count as -1 on GPUs, or not at all).
-FLOP_COUNTER = "XLA's cost analysis of the lowered (unoptimised) forward"
+# From the traced jaxpr, before XLA rewrites matmuls and convolutions into library calls (which several jax
+# releases' cost analysis counts as -1 on GPUs, or not at all) and before it trims padded windows' taps.
+FLOP_COUNTER = f"{CONVENTION}, from the traced jaxpr's conv_general_dilated and dot_general"
 
 
 def host_devices_env(count: int, environ: dict | None = None) -> dict:
@@ -116,26 +117,17 @@ def forward_label(xla: bool) -> str:
 
 
 def forward_gflops(model, size: int, dtype: str = "float32") -> float:
-    """GFLOP of one size x size image's forward pass, as XLA's cost analysis counts the compiled call."""
+    """GFLOP of one size x size image's forward pass, by the suite's convention, from the traced jaxpr.
+
+    Raises:
+      ValueError: the count is not positive: utilisation is then unavailable, and says why.
+    """
+    import jax
     import jax.numpy as jnp
 
     trainable, non_trainable = _values(model)
-    lowered = _stateless_forward(model).lower(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype))
-    return gflops_of(lowered.cost_analysis())
-
-
-def gflops_of(analysis) -> float:
-    """GFLOP of an XLA cost analysis.
-
-    Raises:
-      ValueError: the analysis holds no positive count: utilisation is then unavailable, and says why.
-    """
-    if isinstance(analysis, (list, tuple)):  # older jax: one dict per computation
-        analysis = analysis[0] if analysis else None
-    flops = (analysis or {}).get("flops")
-    if flops is None or not float(flops) > 0:
-        raise ValueError(f"XLA's cost analysis counted {flops!r} FLOPs for the forward")
-    return float(flops) / 1e9
+    traced = jax.make_jaxpr(_stateless_forward(model))(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype))
+    return positive_gflops(jaxpr_flops(traced), "the jaxpr")
 
 
 def peak_memory_mb(kind: str) -> float | None:

@@ -1,16 +1,18 @@
-"""Forward FLOPs per image, counted from the model's own graph by TensorFlow's profiler."""
+"""Forward FLOPs per image, counted from the model's own graph by TensorFlow's profiler, by the suite's convention."""
 
 from __future__ import annotations
 
-COUNTER = "TensorFlow's profiler over the traced graph"
+from l40sbench.backends.flop_convention import CONVENTION, TF_OPS
+
+COUNTER = f"{CONVENTION}, by TensorFlow's profiler over the traced graph"
 
 
 def graph_gflops(graph) -> float:
-    """GFLOP (10^9 floating-point operations) of every op in a traced graph.
+    """GFLOP (10^9 floating-point operations) of a traced graph's convolutions and matmuls.
 
-    The profiler adds each op's registered cost (a multiply-add is two
-    operations; convolutions, matmuls, bias adds, pooling and batch norm are
-    all counted), so nothing is typed in by hand.
+    The profiler gives each op type's registered cost (a multiply-add is two operations); only the
+    convention's op types are kept (flop_convention.TF_OPS: forward, and backward where a training step
+    is traced), so bias adds, pooling and batch norm are left out, as the other backends leave them.
     """
     import tensorflow as tf
 
@@ -19,7 +21,15 @@ def graph_gflops(graph) -> float:
     profile = tf.compat.v1.profiler.profile(
         graph=graph, run_meta=tf.compat.v1.RunMetadata(), cmd="op", options=options
     )
-    return profile.total_float_ops / 1e9
+    return sum(_own_flops(profile, TF_OPS)) / 1e9
+
+
+def _own_flops(node, kept: frozenset):
+    """Each kept op type's own count; the profiler nests its per-type nodes one inside the next."""
+    if node.name in kept:
+        yield node.float_ops
+    for child in node.children:
+        yield from _own_flops(child, kept)
 
 
 def forward_gflops(model, size: int, dtype: str = "float32") -> float:

@@ -12,11 +12,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from l40sbench.backends.flop_convention import CONVENTION, positive_gflops
 from l40sbench.core.devices import CPU, GPU, Device
 
 NAME = "torch"
 SWEEP_STEP = "eager: forward, backward, optimizer.apply (as Keras' torch trainer)"
-FLOP_COUNTER = "torch.utils.flop_counter over one eager forward"
+FLOP_COUNTER = f"{CONVENTION}, by torch.utils.flop_counter over one eager forward"
 
 
 def version() -> str:
@@ -82,7 +83,8 @@ def forward_label(xla: bool) -> str:
 
 
 def forward_gflops(model, size: int, dtype: str = "float32") -> float:
-    """GFLOP of one size x size image's forward pass, as PyTorch's flop counter counts it."""
+    """GFLOP of one size x size image's forward pass, by the suite's convention: PyTorch's flop counter counts
+    only matmuls and convolutions, 2 x multiply-adds."""
     import keras
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -90,7 +92,7 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         model(keras.ops.zeros((1, size, size, 3), dtype), training=False)
-    return counter.get_total_flops() / 1e9
+    return positive_gflops(counter.get_total_flops(), "torch.utils.flop_counter")
 
 
 def peak_memory_mb(kind: str) -> float | None:

@@ -11,34 +11,17 @@ Pure Keras: the same on every backend.
 
 from __future__ import annotations
 
-import math
-
 CONVENTION = ("counted: the forward, then per layer of the base (2 x multiply-adds of its convolutions and "
               "dense layers) an activation gradient where its input depends on a trainable weight and a weight "
               "gradient where it trains; element-wise layers' backward left out")
 
 
-def _dims(shape) -> list[int]:
-    return [int(d) for d in shape[1:]]  # without the batch
-
-
 def layer_gflops(layer) -> float:
-    """GFLOP of one image through `layer`'s convolution or matmul (0 for a layer without one)."""
-    kind = type(layer).__name__
-    if kind not in ("Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense"):
-        return 0.0
-    out = _dims(layer.output.shape)
-    channels_in = _dims(layer.input.shape)[-1]
-    if kind == "Dense":
-        return 2 * math.prod(out[:-1]) * channels_in * out[-1] / 1e9
-    kh, kw = layer.kernel_size
-    positions = math.prod(out[:-1])
-    if kind == "Conv2D":
-        return 2 * positions * kh * kw * channels_in // layer.groups * out[-1] / 1e9
-    multiplier = layer.depth_multiplier
-    depthwise = 2 * positions * kh * kw * channels_in * multiplier
-    pointwise = 2 * positions * channels_in * multiplier * out[-1] if kind == "SeparableConv2D" else 0
-    return (depthwise + pointwise) / 1e9
+    """GFLOP of one image through `layer`'s convolution or matmul (0 for a layer without one), by the suite's
+    one convention (backends.flop_convention)."""
+    from l40sbench.backends.flop_convention import layer_macs
+
+    return 2 * layer_macs(layer) / 1e9
 
 
 def _parents(layer) -> list:

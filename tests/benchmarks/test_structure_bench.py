@@ -84,4 +84,4 @@ def test_model_structure(benchmark, family, name):
         record_gate(benchmark, f"structure.{family}.{name}.parameters", int(parameters), exact=True,
                     what=f"{family} model {name}: parameter count")
         record_gate(benchmark, f"structure.{family}.{name}.forward_gflops", float(gflops), exact=True,
-                    what=f"{family} model {name}: forward GFLOP per image (TensorFlow profiler)")
+                    what=f"{family} model {name}: forward GFLOP per image (2 x MACs of convolutions and matmuls, TensorFlow profiler)")
