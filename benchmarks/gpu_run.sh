@@ -1,96 +1,121 @@
 #!/usr/bin/env bash
-# The studies on a GPU machine that has JAX or PyTorch and no TensorFlow (README.md, "On a GPU machine"): the
-# product's own `study all` on that backend, which runs the L40S study's classification and the LeaderGPU grid
-# (detection needs TensorFlow: the study leaves it out and says so), cut to fit BUDGET (default 8m: what a
-# GPU session of 15 device minutes can spend on it).
+# The first GPU run in one command, one try (README.md, "On a GPU machine"; docs/PERFORMANCE.md, "GPU runs"):
+# on a machine with JAX and PyTorch and no TensorFlow,
 #
-#   benchmarks/gpu_run.sh [OUT_DIR]
+#   WHEELS=build/gpu-wheels benchmarks/gpu_run.sh OUT_DIR     # the wheels: benchmarks/gpu_wheels.sh
 #
-# On the first Keras backend this Python can import (jax, else torch; BACKEND=jax|torch to choose), it runs
-#   l40sbench study all --backend BACKEND --budget BUDGET --output-dir OUT_DIR
-# then prints each step's energy and stability lines (NVML's figures need nvidia-ml-py: put its wheel in WHEELS).
-# The study's plan, its summary beside the published rows and OUT_DIR/report.md are the study's own
-# (docs/study.md). Every result stays under OUT_DIR (default: results/gpu-run-<UTC stamp>).
+# 1. preflight (benchmarks/gpu_preflight.py, about 10 s): every module, each backend's GPU, NVML, free memory,
+#    the wheels' versions; one line per missing piece and exit 2 before any work is started;
+# 2. the peer (benchmarks/gpu_peer.py): timm's inception_v3, legacy_xception, vgg19, resnet50 with
+#    torch.utils.benchmark, then the suite's Keras models on jax and on torch, same batches and precisions;
+# 3. `l40sbench study all` on jax, then on torch, each with --budget and a hard stop of its own;
+# 4. the pack (benchmarks/gpu_pack.py): OUT_DIR gets gpu.md (the table for docs/PERFORMANCE.md and the
+#    README), gpu.json (for benchmarks/gpu/), records.tar.gz (every record, report and log of the run) and
+#    run.txt (this console): 4 files, each far under the 16 MiB that comes back.
 #
-# Nothing is fetched from the network. l40sbench runs from this checkout (PYTHONPATH), not installed, so
-# TensorFlow, which its install pulls, is never needed. WHEELS=DIR installs the wheels in DIR first (keras,
-# namex and optree, say), with pip --no-index, into OUT_DIR/site. PYTHON picks the interpreter (default
-# python3). GPU_RUN_TINY=1 runs the study's --quick check of its classification step for vgg19 and its sweep
-# instead, a CPU-sized check of the script itself (tests use it).
-set -euo pipefail
+# Every part runs under `timeout` (SIGINT first, as Ctrl-C: what it measured is written; SIGKILL 15 s later),
+# so the whole command ends within the shares below plus the preflight and the pack (about 7 minutes) whatever
+# fails, and the pack still runs. The parts' shares, in seconds: PEER_S (default 120), JAX_S (150), TORCH_S
+# (110); each study's --budget leaves its 5 % + 30 s grace inside its share. PARTS="peer" or "studies" runs
+# one of the two. WORK_DIR holds the studies'
+# folders (default: a new folder under TMPDIR); nothing is fetched from the network; l40sbench runs from this
+# checkout (PYTHONPATH), not installed, so TensorFlow is never needed. PYTHON picks the interpreter (default
+# python3). GPU_RUN_TINY=1 is the CPU rehearsal (tests/test_gpu_run.py): --quick studies, one small peer model,
+# a missing GPU or NVML only noted, and only the backends and peer that import here (PEER_ARGS replaces its
+# peer arguments).
+set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/results/gpu-run-$(date -u +%Y%m%dT%H%M%SZ)}"
 python="${PYTHON:-python3}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-log() { echo "gpu_run: $*" >&2; }
+tiny="${GPU_RUN_TINY:-}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)" || { echo "gpu_run: cannot write $out" >&2; exit 2; }
+work="${WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/l40sbench-gpu-XXXXXX")}"
+mkdir -p "$work" && work="$(cd "$work" && pwd)"
+exec > >(tee "$out/run.txt") 2>&1  # the console comes back too
+started=$SECONDS
+log() { echo "gpu_run [$((SECONDS - started)) s]: $*"; }
+parts="$work/parts.tsv"
+: > "$parts"
 
 if [ -n "${WHEELS:-}" ]; then
-  log "installing the wheels in $WHEELS into $out/site (no network) ..."
-  "$python" -m pip install --quiet --no-index --no-deps --disable-pip-version-check --target "$out/site" "$WHEELS"/*.whl
-  export PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}"
+  log "installing the wheels in $WHEELS into $work/site (no network) ..."
+  "$python" -m pip install --quiet --no-index --no-deps --disable-pip-version-check --target "$work/site" \
+    "$WHEELS"/*.whl || { echo "gpu_run: the wheels in $WHEELS do not install with $python" >&2; exit 2; }
+  export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+export L40SBENCH_PEAK_FILE="$work/peak.json"  # one peak per backend for every part of this run
 
-backend="${BACKEND:-}"
-if [ -z "$backend" ]; then
-  for candidate in jax torch; do
-    if "$python" -c "import $candidate" 2>/dev/null; then backend="$candidate"; break; fi
-  done
+imports() { "$python" -c "import $1" >/dev/null 2>&1; }
+if [ -n "$tiny" ]; then  # the rehearsal: what imports here
+  backends=() && for b in jax torch; do imports "$b" && backends+=("$b"); done
+  peer="" && imports torch && imports timm && peer=1
+  preflight_flags=(--cpu-ok)
+  peer_args=(--models resnet50 --batches 2,1 --image-size 64 --min-run-time 0.2 --warmup 1)
+  [ -n "${PEER_ARGS:-}" ] && read -r -a peer_args <<< "$PEER_ARGS"  # a rehearsal's own peer arguments
+else
+  backends=(${BACKENDS:-jax torch}) && peer=1 && preflight_flags=() && peer_args=()
 fi
-if [ -z "$backend" ]; then
-  echo "gpu_run: neither jax nor torch imports with $python; set PYTHON, or WHEELS=DIR to install from a folder" >&2
+if [ ${#backends[@]} -eq 0 ]; then
+  echo "gpu_run: neither jax nor torch imports with $python" >&2
   exit 2
 fi
 # Keras reads KERAS_BACKEND when first imported and defaults to tensorflow, which is not there: set it first.
-export KERAS_BACKEND="$backend"
-if ! why="$("$python" -c "import keras" 2>&1)"; then
-  echo "gpu_run: keras does not import on $backend with $python: $(printf '%s\n' "$why" | tail -n 1)" \
-       "(WHEELS=DIR with the keras, namex and optree wheels installs it)" >&2
+export KERAS_BACKEND="${backends[0]}"
+
+# part NAME SECONDS COMMAND...: runs under a hard stop and notes how it ended (exit 124: stopped at its share).
+part() {
+  local name="$1" limit="$2" at=$SECONDS code
+  shift 2
+  log "$name: up to ${limit} s: $*"
+  timeout --signal=INT --kill-after=15 "$limit" "$@"
+  code=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$code" "$((SECONDS - at))" "$limit" >> "$parts"
+  log "$name: exit $code after $((SECONDS - at)) s"
+}
+
+log "preflight (backends ${backends[*]}; peer ${peer:-not here}) ..."
+timeout --kill-after=10 90 "$python" "$repo/benchmarks/gpu_preflight.py" --backends "$(IFS=,; echo "${backends[*]}")" ${peer:+--peer} \
+  "${preflight_flags[@]}" > "$work/preflight.txt"
+code=$?
+cat "$work/preflight.txt"
+if [ $code -ne 0 ]; then
+  echo "gpu_run: the preflight found missing pieces (above): nothing was run" >&2
   exit 2
 fi
-export L40SBENCH_PEAK_FILE="$out/peak.json"  # one peak for every run of this script
-log "backend $backend; results in $out"
-# What the machine is and which boards a run would use (the device records, NVML's boards by UUID, the
-# neighbours now), before anything is measured.
-"$python" -m l40sbench env --backend "$backend" | tee "$out/env.txt" >&2
+"$python" -m l40sbench env --backend "${backends[0]}" > "$work/env.txt" 2>&1
 
-study=(study all --backend "$backend" --output-dir "$out")
-if [ "${GPU_RUN_TINY:-}" = "1" ]; then
-  study+=(--quick --only classify-vgg19,synthetic-leadergpu)
+parts_wanted=" ${PARTS:-peer studies} "  # PARTS="peer" or "studies": one of the two alone
+peer_s="${PEER_S:-$([ -n "$tiny" ] && echo 300 || echo 120)}"  # a rehearsal beside other work compiles slowly
+if [[ "$parts_wanted" != *" peer "* ]]; then
+  log "peer: not asked for (PARTS=$PARTS)"
+elif [ -n "$peer" ]; then
+  part peer-timm $((peer_s * 2 / 5)) "$python" "$repo/benchmarks/gpu_peer.py" timm --out "$work/peer/timm.json" \
+    --deadline-s $((peer_s * 2 / 5 - 20)) "${peer_args[@]}"
 else
-  study+=(--budget "${BUDGET:-8m}")
+  log "peer: torch and timm do not both import here: no timm rows"
 fi
-log "l40sbench ${study[*]} ..."
-"$python" -m l40sbench "${study[@]}" | tee "$out/study.txt"
-# Each step's telemetry, neighbours and stability lines, so the first GPU session sees the energy, clocks,
-# power-cap share and slowdowns it recorded for the boards it used (or why it could not), and who else ran.
-"$python" - "$out" >&2 <<'PY'
-import json
-import sys
-from pathlib import Path
+for b in "${backends[@]}"; do
+  [[ "$parts_wanted" == *" peer "* ]] || break
+  share=$((peer_s * 3 / 10))
+  KERAS_BACKEND="$b" part "peer-keras-$b" "$share" "$python" "$repo/benchmarks/gpu_peer.py" keras \
+    --out "$work/peer/keras-$b.json" --deadline-s $((share - 20)) "${peer_args[@]}"
+done
 
-from l40sbench.core.stability import line as stability_line
-from l40sbench.core.telemetry import line as energy_line
+for b in "${backends[@]}"; do
+  [[ "$parts_wanted" == *" studies "* ]] || break
+  var="$(echo "$b" | tr a-z A-Z)_S" && share="${!var:-$([ "$b" = jax ] && echo 150 || echo 110)}"
+  study=(study all --backend "$b" --output-dir "$work/study-$b")
+  if [ -n "$tiny" ]; then
+    study+=(--quick --only classify-vgg19,synthetic-leadergpu)
+  else
+    study+=(--budget "$(( (share - 30) * 100 / 105 ))s")  # its grace (5 % + 30 s) inside the share
+  fi
+  KERAS_BACKEND="$b" part "study-$b" "$share" "$python" -m l40sbench "${study[@]}"
+done
 
-for result in sorted(Path(sys.argv[1]).glob("[0-9][0-9]-*/result.json")):
-    record, name = json.loads(result.read_text()), result.parent.name
-    if "telemetry" in record:
-        print(f"{name}: {energy_line(record['telemetry'])}")
-        for phase, block in (record["telemetry"].get("neighbours") or {}).items():
-            steal = block.get("steal_share")
-            print(f"{name} {phase}: others {100 * block['cpu_share_others']:.1f} % of the CPU, steal "
-                  f"{'unknown' if steal is None else f'{100 * steal:.1f} %'}, GPU processes "
-                  f"{[p.get('pid') for p in block.get('gpu_processes', [])]}")
-        used = (record.get("devices") or {}).get("used") or []
-        print(f"{name}: devices used {[(d['name'], d.get('uuid')) for d in used]}")
-    for row in record.get("rows", []):  # a sweep: each configuration's timed steps
-        if row.get("telemetry"):
-            label = f"{row['model']} b{row['per_device_batch']} x{row['devices']}"
-            print(f"{name} {label}: {energy_line(row['telemetry'])}")
-    bursts = ((record.get("stability") or {}).get("speed") or {}).get("bursts") or []
-    if bursts:
-        print(f"{name}: guard bursts {[round(b['gflops']) for b in bursts]} GFLOP/s, {bursts[0].get('form')}")
-    print(f"{name}: {stability_line(record.get('stability'))}")
-PY
-log "results: $out (report: $out/report.md)"
+log "packing $work into $out ..."
+"$python" "$repo/benchmarks/gpu_pack.py" --work "$work" --out "$out" --seconds "$((SECONDS - started))"
+code=$?
+log "done in $((SECONDS - started)) s: $out/gpu.md"
+exit $code

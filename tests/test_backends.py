@@ -5,6 +5,7 @@ Each jax run is a fresh interpreter with KERAS_BACKEND=jax: Keras picks its back
 and the test process runs tensorflow.
 """
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -67,25 +68,32 @@ def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tenso
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
-    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: `study all --quick` on its vgg19 classification step
-    and its sweep), on jax, where TensorFlow cannot even be imported."""
-    out = tmp_path_factory.mktemp("gpu-run") / "out"
+    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: the preflight, the peer's Keras rows on one small
+    model, `study all --quick` on its vgg19 classification step and its sweep, the pack), where TensorFlow cannot
+    even be imported, with keras, namex and optree installed from a folder of wheels as on the GPU machine.
+    Returns (OUT, WORK, the finished process, its wall seconds)."""
+    root = tmp_path_factory.mktemp("gpu-run")
+    out, work, wheels = root / "out", root / "work", root / "wheels"
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in ("keras", "namex", "optree")]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                    "--disable-pip-version-check", "-d", str(wheels), *pins], check=True, timeout=300)
     # KERAS_BACKEND unset, as on the GPU machine: the script must choose the backend before keras is imported
-    env = {key: value for key, value in {**_without_tensorflow(out.parent), "GPU_RUN_TINY": "1",
-                                         "PYTHON": sys.executable}.items() if key != "KERAS_BACKEND"}
+    env = {key: value for key, value in {**_without_tensorflow(root), "GPU_RUN_TINY": "1", "WHEELS": str(wheels),
+                                         "WORK_DIR": str(work), "PYTHON": sys.executable}.items()
+           if key != "KERAS_BACKEND"}
     started = time.perf_counter()
     result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
                             text=True, env=env, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out, result, time.perf_counter() - started
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return out, work, result, time.perf_counter() - started
 
 
 @pytest.fixture(scope="module")
 def jax_run(gpu_run):
     """The study's quick vgg19 on jax, the twin of TINY_RUNS' vgg19 but for its epochs (2 against 3): its record,
     its printed summary, a bound on its wall time, its folder."""
-    out, _, wall = gpu_run
-    folder = out / "01-classify-vgg19"
+    _, work, _, wall = gpu_run
+    folder = work / "study-jax" / "01-classify-vgg19"
     return json.loads((folder / "result.json").read_text()), (folder / "log.txt").read_text(), wall, folder
 
 
@@ -132,24 +140,23 @@ def test_jax_counts_vgg16_at_224_px_as_published():
 
 def test_gpu_run_is_the_study_on_its_backend(gpu_run):
     """The script runs `study all` on jax: its plan printed first, detection left out and why, the verdict."""
-    out, result, _ = gpu_run
-    printed = (out / "study.txt").read_text()
-    assert printed in result.stdout
-    assert printed.startswith("plan: study all (--quick), 2 step(s)")
+    _, work, result, _ = gpu_run
+    printed = result.stdout
+    assert "plan: study all (--quick), 2 step(s)" in printed
     assert "l40sbench classify --base vgg19 --image-size 32" in printed and "synthetic-leadergpu" in printed
-    assert "detection needs TensorFlow: its steps are left out on jax" in result.stderr
-    state = json.loads((out / "study.json").read_text())
+    assert "detection needs TensorFlow: its steps are left out on jax" in printed
+    state = json.loads((work / "study-jax" / "study.json").read_text())
     assert state["backend"] == "jax" and [s["status"] for s in state["steps"]] == ["ok", "ok"]
 
 
 def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
-    """gpu_run.sh names OUT/peak.json for its runs: jax's peak is kept beside it, measured once for all."""
-    out, _, _ = gpu_run
-    kept = json.loads((out / "peak.jax.json").read_text())
+    """gpu_run.sh names WORK/peak.json for its runs: jax's peak is kept beside it, measured once for all."""
+    _, work, _, _ = gpu_run
+    kept = json.loads((work / "peak.jax.json").read_text())
     assert kept["backend"] == "jax" and kept["source"] == "measured in this run"
-    assert not (out / "peak.json").exists()  # tensorflow's: nothing measured one
+    assert not (work / "peak.json").exists()  # tensorflow's: nothing measured one
     for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
-        peak = json.loads((out / name / "result.json").read_text())["env"]["peak"]
+        peak = json.loads((work / "study-jax" / name / "result.json").read_text())["env"]["peak"]
         assert peak["measured_utc"] == kept["measured_utc"]
 
 
@@ -207,21 +214,32 @@ def test_a_tiny_sweep_on_jax_over_two_logical_devices_prints_the_study_tables(tm
 
 
 def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
-    out, result, _ = gpu_run
-    assert "gpu_run: backend jax" in result.stderr
+    """The rehearsal in the GPU machine's shape: the wheels from their folder, the preflight, the peer's suite rows
+    (no timm here: it says so), the study, and what comes back: under 8 files of 16 MiB, the table and the JSON."""
+    out, work, result, wall = gpu_run
+    printed = result.stdout
+    assert f"preflight: ok       keras {importlib.metadata.version('keras')} from {work / 'site'}" in printed
+    assert "preflight: everything is there" in printed and "peer: torch and timm do not both import here" in printed
     for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
-        record = json.loads((out / name / "result.json").read_text())
+        record = json.loads((work / "study-jax" / name / "result.json").read_text())
         assert record["complete"] and record["env"]["backend"] == "jax", name
-        # stable or not: beside the other test workers a run may well be unstable, and says so
-        assert f"{name}: stability: stable (" in result.stderr or f"{name}: UNSTABLE RUN: " in result.stderr
-    assert "01-classify-vgg19: energy: " in result.stderr  # a training run's telemetry
-    assert "02-synthetic-leadergpu lenet b" in result.stderr and " x1: energy" in result.stderr  # each sweep row's
-    rows = json.loads((out / "02-synthetic-leadergpu" / "result.json").read_text())["rows"]
-    assert {r["model"] for r in rows} == {"lenet", "alexnet"} and all(r["status"] == "ok" for r in rows)
-    report = (out / "report.md").read_text()
-    assert "| classify-vgg19 " in report and "| synthetic-leadergpu " in report
-    tables = (out / "report" / "report.md").read_text()  # the studies' own tables and plots, this machine beside
-    assert "L40S" in tables and "LeaderGPU" in tables
+    back = sorted(p for p in out.rglob("*") if p.is_file())
+    assert [p.name for p in back] == ["gpu.json", "gpu.md", "records.tar.gz", "run.txt"]
+    assert len(back) <= 8 and all(p.stat().st_size < 16 * 2**20 for p in back)
+    table, run = (out / "gpu.md").read_text(), json.loads((out / "gpu.json").read_text())
+    assert "| peer-keras-jax | finished |" in table and "| study-jax | finished |" in table
+    rows = [r for r in run["peer_rows"] if r["side"] == "keras-jax"]
+    assert {(r["batch"], r["precision"]) for r in rows} == {(2, "bf16"), (2, "fp32"), (1, "bf16"), (1, "fp32")}
+    assert all(r["status"] == "ok" and r["images_per_second"] > 0 and r["gflops_per_image"] > 0 for r in rows), [
+        (r["batch"], r["precision"], r["status"]) for r in rows]
+    assert "| resnet50 | 2 | fp32 | - | - | - | " in table  # the suite's row, and no timm figure beside it
+    assert "| 01-classify-vgg19" not in table and "| classify-vgg19 " in table  # the study's own table
+    assert "| MLPerf Inference v5.0 closed, H200 SXM, offline | resnet50 | 95,089 samples/s |" in table
+    seen = run["paths"]
+    assert any("the traced jaxpr" in line for line in seen["FLOP counts"])
+    assert any("windows of" in line for line in seen["sweep step windows"])
+    assert all(line.startswith("study-jax/") for line in seen["energy per image"])
+    assert wall < 600
 
 
 @pytest.mark.parametrize("args, env, fragment", [
