@@ -75,9 +75,10 @@ def parts(work: Path) -> list[dict]:
     out = []
     for line in (work / "parts.tsv").read_text().splitlines() if (work / "parts.tsv").exists() else []:
         name, code, seconds, limit = line.split("\t")
-        how = {"0": "finished", "124": "stopped at its share (SIGINT)", "137": "killed 15 s after its share"}
-        out.append({"part": name, "exit": int(code), "seconds": int(seconds), "share_s": int(limit),
-                    "ended": how.get(code, f"failed (exit {code})")})
+        how = {"0": "finished", "124": "stopped at its share (SIGINT)", "137": "killed 15 s after its share",
+               "deadline": "not started: the command's deadline left no time"}
+        out.append({"part": name, "exit": int(code) if code.isdigit() else None, "seconds": int(seconds),
+                    "share_s": int(limit), "ended": how.get(code, f"failed (exit {code})")})
     return out
 
 

@@ -60,15 +60,11 @@ class Row:
 
 
 def plan(batches: list[int], side: str) -> list[tuple[int, str, str]]:
-    """(batch, precision, layout) in the order they are measured: the largest batch first (the table's main
-    figure), channels-last on timm at the largest batch only."""
+    """(batch, precision, layout) in the order they are measured, each for every model before the next: the
+    largest batch first (the table's main figure), channels-last on timm at the largest batch last."""
     layout = "NCHW" if side == "timm" else "NHWC (Keras)"
-    steps = []
-    for batch in sorted(batches, reverse=True):
-        steps += [(batch, precision, layout) for precision in PRECISIONS]
-        if side == "timm" and batch == max(batches):
-            steps.append((batch, "bf16", "channels-last"))
-    return steps
+    steps = [(batch, precision, layout) for batch in sorted(batches, reverse=True) for precision in PRECISIONS]
+    return steps + ([(max(batches), "bf16", "channels-last")] if side == "timm" else [])
 
 
 class Writer:
@@ -117,14 +113,16 @@ def timm_side(args, writer: Writer, deadline: float) -> None:
     name = torch.cuda.get_device_name(0) if cuda else "CPU"
     writer.meta.update(torch=torch.__version__, timm=timm.__version__, device=name,
                        tf32={"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32})
+    nets = {}  # model: (net, size, GFLOP per image)
     for model in args.models:
         net = timm.create_model(model, pretrained=False).eval().to(device)
         size = args.image_size or net.pretrained_cfg["input_size"][-1]
         counter = FlopCounterMode(display=False)
         with torch.no_grad(), counter:
             net(torch.zeros(1, 3, size, size, device=device))
-        gflops = counter.get_total_flops() / 1e9
-        for batch, precision, layout in plan(args.batches, "timm"):
+        nets[model] = net, size, counter.get_total_flops() / 1e9
+    for batch, precision, layout in plan(args.batches, "timm"):
+        for model, (net, size, gflops) in nets.items():
             base = Row("timm", model, model, batch, precision, layout, size, "ok", device=name, timer=TIMER,
                        gflops_per_image=gflops)
             if time.monotonic() > deadline:
@@ -176,23 +174,23 @@ def keras_side(args, writer: Writer, deadline: float) -> None:
     context = ops.peak_context(device.kind)
     writer.meta.update(backend=backend, backend_version=ops.version(), keras=keras.__version__,
                        device=device.model, float32=context)
-    sync, side = ops.sync(), f"keras-{backend}"
-    for model in args.models:
-        architecture, default_size = MODELS[model]
-        size, nets = args.image_size or default_size, {}
-        for batch, precision, layout in plan(args.batches, side):
+    sync, side, nets = ops.sync(), f"keras-{backend}", {}
+    for batch, precision, layout in plan(args.batches, side):
+        for model in args.models:
+            architecture, default_size = MODELS[model]
+            size = args.image_size or default_size
             base = Row(side, model, architecture, batch, precision, layout, size, "ok", device=device.model,
                        timer=SUITE_TIMER)
             if time.monotonic() > deadline:
                 writer.add(dataclasses.replace(base, status="not run: the deadline"))
                 continue
             try:
-                if precision not in nets:
+                if (model, precision) not in nets:
                     keras.mixed_precision.set_dtype_policy("mixed_bfloat16" if precision == "bf16" else "float32")
-                    nets[precision] = getattr(keras.applications, architecture)(weights=None,
-                                                                                input_shape=(size, size, 3))
+                    nets[model, precision] = getattr(keras.applications, architecture)(weights=None,
+                                                                                       input_shape=(size, size, 3))
                     keras.mixed_precision.set_dtype_policy("float32")
-                net = nets[precision]
+                net = nets[model, precision]
                 images = keras.ops.convert_to_tensor(np.random.default_rng(0).random((batch, size, size, 3), "float32"))
                 seconds, iqr = _suite_seconds(_forward(net, images, backend), sync, args, time_batches)
                 runs_as = context.get("float32_runs_as") or ("tf32" if context.get("tf32_enabled") else "float32")

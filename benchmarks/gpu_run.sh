@@ -14,15 +14,16 @@
 #    run.txt (this console): 4 files, each far under the 16 MiB that comes back.
 #
 # Every part runs under `timeout` (SIGINT first, as Ctrl-C: what it measured is written; SIGKILL 15 s later),
-# so the whole command ends within the shares below plus the preflight and the pack (about 7 minutes) whatever
-# fails, and the pack still runs. The parts' shares, in seconds: PEER_S (default 120), JAX_S (150), TORCH_S
-# (110); each study's --budget leaves its 5 % + 30 s grace inside its share. PARTS="peer" or "studies" runs
-# one of the two. WORK_DIR holds the studies'
-# folders (default: a new folder under TMPDIR); nothing is fetched from the network; l40sbench runs from this
-# checkout (PYTHONPATH), not installed, so TensorFlow is never needed. PYTHON picks the interpreter (default
-# python3). GPU_RUN_TINY=1 is the CPU rehearsal (tests/test_gpu_run.py): --quick studies, one small peer model,
-# a missing GPU or NVML only noted, and only the backends and peer that import here (PEER_ARGS replaces its
-# peer arguments).
+# each part's share is cut to what the whole command's deadline TOTAL_S (default 460 s, inside the device
+# tool's 8-minute plan) leaves after a 45 s reserve for the pack, and a part with under 10 s left is not
+# started: the command ends by TOTAL_S whatever fails, and the pack still runs. The shares, in seconds:
+# PEER_S (default 180: timm 2/5, each Keras backend 3/10), JAX_S (140), TORCH_S (100); each study's --budget
+# leaves its 5 % + 30 s grace inside its share. PARTS="peer" or "studies" runs one of the two. WORK_DIR holds
+# the studies' folders (default: a new folder under TMPDIR); nothing is fetched from the network; l40sbench
+# runs from this checkout (PYTHONPATH), not installed, so TensorFlow is never needed. PYTHON picks the
+# interpreter (default python3). GPU_RUN_TINY=1 is the CPU rehearsal (tests/test_gpu_run.py): --quick studies,
+# one small peer model, a missing GPU or NVML only noted, only the backends and peer that import here, and
+# longer shares (PEER_ARGS replaces its peer arguments).
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/results/gpu-run-$(date -u +%Y%m%dT%H%M%SZ)}"
@@ -63,10 +64,20 @@ fi
 # Keras reads KERAS_BACKEND when first imported and defaults to tensorflow, which is not there: set it first.
 export KERAS_BACKEND="${backends[0]}"
 
-# part NAME SECONDS COMMAND...: runs under a hard stop and notes how it ended (exit 124: stopped at its share).
+total_s="${TOTAL_S:-$([ -n "$tiny" ] && echo 1200 || echo 460)}"  # the whole command's deadline
+reserve=45  # kept for the pack and a last part's SIGKILL grace
+# within SHARE: the share, cut to what the command's deadline leaves after the reserve.
+within() { local left=$((total_s - (SECONDS - started) - reserve)); echo $(( $1 < left ? $1 : left )); }
+# part NAME SECONDS COMMAND...: runs under a hard stop and notes how it ended (exit 124: stopped at its share);
+# one that the command's deadline leaves under 10 s for is not started, and noted so.
 part() {
   local name="$1" limit="$2" at=$SECONDS code
   shift 2
+  if [ "$limit" -lt 10 ]; then
+    printf '%s\t%s\t%s\t%s\n' "$name" "deadline" 0 "$limit" >> "$parts"
+    log "$name: not started: the command's deadline (TOTAL_S=$total_s) leaves no time for it"
+    return
+  fi
   log "$name: up to ${limit} s: $*"
   timeout --signal=INT --kill-after=15 "$limit" "$@"
   code=$?
@@ -83,28 +94,29 @@ if [ $code -ne 0 ]; then
   echo "gpu_run: the preflight found missing pieces (above): nothing was run" >&2
   exit 2
 fi
-"$python" -m l40sbench env --backend "${backends[0]}" > "$work/env.txt" 2>&1
+timeout --kill-after=10 60 "$python" -m l40sbench env --backend "${backends[0]}" > "$work/env.txt" 2>&1
 
 parts_wanted=" ${PARTS:-peer studies} "  # PARTS="peer" or "studies": one of the two alone
-peer_s="${PEER_S:-$([ -n "$tiny" ] && echo 300 || echo 120)}"  # a rehearsal beside other work compiles slowly
+peer_s="${PEER_S:-$([ -n "$tiny" ] && echo 300 || echo 180)}"  # a rehearsal beside other work compiles slowly
 if [[ "$parts_wanted" != *" peer "* ]]; then
   log "peer: not asked for (PARTS=$PARTS)"
 elif [ -n "$peer" ]; then
-  part peer-timm $((peer_s * 2 / 5)) "$python" "$repo/benchmarks/gpu_peer.py" timm --out "$work/peer/timm.json" \
-    --deadline-s $((peer_s * 2 / 5 - 20)) "${peer_args[@]}"
+  share="$(within $((peer_s * 2 / 5)))"
+  part peer-timm "$share" "$python" "$repo/benchmarks/gpu_peer.py" timm --out "$work/peer/timm.json" \
+    --deadline-s $((share - 20)) "${peer_args[@]}"
 else
   log "peer: torch and timm do not both import here: no timm rows"
 fi
 for b in "${backends[@]}"; do
   [[ "$parts_wanted" == *" peer "* ]] || break
-  share=$((peer_s * 3 / 10))
+  share="$(within $((peer_s * 3 / 10)))"
   KERAS_BACKEND="$b" part "peer-keras-$b" "$share" "$python" "$repo/benchmarks/gpu_peer.py" keras \
     --out "$work/peer/keras-$b.json" --deadline-s $((share - 20)) "${peer_args[@]}"
 done
 
 for b in "${backends[@]}"; do
   [[ "$parts_wanted" == *" studies "* ]] || break
-  var="$(echo "$b" | tr a-z A-Z)_S" && share="${!var:-$([ "$b" = jax ] && echo 150 || echo 110)}"
+  var="$(echo "$b" | tr a-z A-Z)_S" && share="$(within "${!var:-$([ "$b" = jax ] && echo 140 || echo 100)}")"
   study=(study all --backend "$b" --output-dir "$work/study-$b")
   if [ -n "$tiny" ]; then
     study+=(--quick --only classify-vgg19,synthetic-leadergpu)
@@ -115,7 +127,7 @@ for b in "${backends[@]}"; do
 done
 
 log "packing $work into $out ..."
-"$python" "$repo/benchmarks/gpu_pack.py" --work "$work" --out "$out" --seconds "$((SECONDS - started))"
+timeout --kill-after=5 30 "$python" "$repo/benchmarks/gpu_pack.py" --work "$work" --out "$out" --seconds "$((SECONDS - started))"
 code=$?
 log "done in $((SECONDS - started)) s: $out/gpu.md"
 exit $code

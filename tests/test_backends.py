@@ -79,7 +79,7 @@ def gpu_run(tmp_path_factory):
                     "--disable-pip-version-check", "-d", str(wheels), *pins], check=True, timeout=300)
     # KERAS_BACKEND unset, as on the GPU machine: the script must choose the backend before keras is imported
     env = {key: value for key, value in {**_without_tensorflow(root), "GPU_RUN_TINY": "1", "WHEELS": str(wheels),
-                                         "WORK_DIR": str(work), "PYTHON": sys.executable}.items()
+                                         "WORK_DIR": str(work), "PYTHON": sys.executable, "TOTAL_S": "600"}.items()
            if key != "KERAS_BACKEND"}
     started = time.perf_counter()
     result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
