@@ -60,6 +60,15 @@ export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 if [ "${1:-}" = "test" ]; then
   shift
   cd "$here"
+  # The report page's browser test (tests/test_report_page.py) drives Debian's chromium through its
+  # chromium-driver; installed from Debian's packages where missing and this is root (CI), never a browser
+  # download at run time. Elsewhere the browser test skips and says why.
+  if [ "${1:-}" != "--benchmarks" ] && ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
+     command -v apt-get >/dev/null 2>&1; then
+    echo "run.sh: installing Debian's chromium and chromium-driver for the report page's browser test ..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } \
+      >/dev/null 2>&1 || echo "run.sh: chromium could not be installed: the browser test will skip" >&2
+  fi
   if [ $# -gt 0 ] && [ "$1" != "--benchmarks" ]; then  # a selection of the user's: one plain pytest
     exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks "$@"
   fi

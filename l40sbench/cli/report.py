@@ -26,6 +26,9 @@ def add(subparsers) -> None:
     p.add_argument("--catalog", type=Path, metavar="FILE",
                    help="offers (TOML/JSON, as for cost --catalog) to price every images/s figure on")
     p.add_argument("--images", type=int, default=500_000, help="images the cost section prices (default: 500000)")
+    p.add_argument("--html", action="store_true",
+                   help="also OUT/index.html: the same tables sortable and filterable, interactive plots with their "
+                        "intervals, a link to each record; one file that opens offline (plotly inlined)")
     p.set_defaults(func=run)
 
 
@@ -42,4 +45,9 @@ def run(args) -> int:
     path = write_report(loaded, args.out, offers=offers, images=args.images)
     pngs = sorted(p.name for p in args.out.glob("*.png"))
     print(f"report: {path} ({len(loaded)} record(s); plots: {', '.join(pngs) or 'none'})")
+    if args.html:
+        from l40sbench.report.page import write_html
+
+        page = write_html(loaded, args.out)
+        print(f"report: {page} ({page.stat().st_size / 2**20:.1f} MiB, opens offline)")
     return 0

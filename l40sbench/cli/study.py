@@ -200,6 +200,10 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
     references = (["l40s"] if plan.study in ("l40s", "all") else []) + (
         ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else [])
     report = write_report(load_all(inputs + references), root / "report") if inputs else None
+    if report:
+        from l40sbench.report.page import write_html
+
+        write_html(load_all(inputs + references), root / "report")
     sweep_costs = summary.sweep_cost_rows(list(records.values()), price)
     spent = summary.cost_line(list(records.values()), price)
     verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else [])]
