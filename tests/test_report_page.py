@@ -71,6 +71,8 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
                                    re.S).group(1).replace("<\\/", "</"))
     epoch = figures["plot-classify-epoch"]["data"]
     assert sorted(len(t["x"]) for t in epoch) == [1, 1, 3]  # each tiny run's vgg19, the L40S study's three bases
+    cost = figures["plot-cost"]["data"]  # the LeaderGPU study's own table, repriced, as report.md's cost section
+    assert cost and all(len(t["x"]) == len(t["y"]) > 0 and min(t["x"]) > 0 for t in cost)
     sweep = [t for t in figures["plot-sweep"]["data"] if t["name"].startswith("lenet x1 ·")]
     assert sweep and sweep[0]["x"] == [2, 4]
     assert len(re.findall(r'<a href="[^"]*/result\.json">', first)) == 3  # the three run folders, linked

@@ -48,6 +48,6 @@ def run(args) -> int:
     if args.html:
         from l40sbench.report.page import write_html
 
-        page = write_html(loaded, args.out)
+        page = write_html(loaded, args.out, offers, args.images)
         print(f"report: {page} ({page.stat().st_size / 2**20:.1f} MiB, opens offline)")
     return 0

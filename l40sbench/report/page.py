@@ -135,9 +135,25 @@ def _bars(points: list[tuple[str, str, float, list | None, str]], title: str, y:
     return {"data": traces, "layout": {"title": {"text": title}, "barmode": "group", "yaxis": {"title": {"text": y}}}}
 
 
-def figures(loaded: Sequence[Loaded], labels: Sequence[str]) -> dict[str, dict]:
+def _cost(priced: Sequence[tuple[str, object]], images: int) -> dict:
+    """Cost of N images per model and machine, one trace per offer (report.series.priced's rows)."""
+    traces = {}
+    for label, row in priced:
+        trace = traces.setdefault(row.offer.name, {"type": "bar", "orientation": "h", "name": row.offer.name,
+                                                    "meta": "", "x": [], "y": [], "customdata": []})
+        trace["y"].append(f"{row.model} · {label}")
+        trace["x"].append(row.cost)
+        trace["customdata"].append(row.offer.currency)
+    for trace in traces.values():
+        trace["hovertemplate"] = "%{y}: %{x:.4g} %{customdata}<extra>%{fullData.name}</extra>"
+    return {"data": list(traces.values()), "layout": {"title": {"text": f"cost of {images:,} images"},
+                                                      "barmode": "group", "margin": {"l": 300}}}
+
+
+def figures(loaded: Sequence[Loaded], labels: Sequence[str], priced: Sequence = (), images: int = 0
+            ) -> dict[str, dict]:
     """The page's plots, by the id of the element each is drawn in."""
-    out = {}
+    out = {"plot-cost": _cost(priced, images)} if priced else {}
     for task in ("classify", "detect"):
         runs = [(label, item) for item, label in zip(loaded, labels) if item.record.get("task") == task]
         epochs = []
@@ -203,11 +219,12 @@ def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str
             "<th>base</th><th>record</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
 
 
-def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, markdown: str, generated: str) -> Path:
+def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, markdown: str, generated: str,
+               priced: Sequence = (), images: int = 0) -> Path:
     """Writes folder/index.html; returns its path."""
     from plotly.offline import get_plotlyjs
 
-    plots = figures(loaded, labels)
+    plots = figures(loaded, labels, priced, images)
     machines = "".join(f'<option value="{html.escape(m)}">{html.escape(m)}</option>' for m in dict.fromkeys(labels))
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -229,9 +246,14 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
     return path
 
 
-def write_html(loaded: Sequence[Loaded], folder: Path) -> Path:
-    """index.html beside the report.md that report.document.write_report wrote in `folder` from `loaded`."""
+def write_html(loaded: Sequence[Loaded], folder: Path, offers: Sequence = (), images: int = 500_000) -> Path:
+    """index.html beside the report.md that report.document.write_report wrote in `folder` from `loaded` (with
+    the same offers and image count, for its cost plot)."""
     import time
 
+    from l40sbench.report.series import priced
+
+    labels = machine_labels(loaded)
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return write_page(loaded, machine_labels(loaded), folder, (folder / "report.md").read_text(), generated)
+    rows, _ = priced(loaded, labels, offers, images)
+    return write_page(loaded, labels, folder, (folder / "report.md").read_text(), generated, rows, images)
