@@ -18,7 +18,8 @@
 # tool's 8-minute plan) leaves after a 45 s reserve for the pack, and a part with under 10 s left is not
 # started: the command ends by TOTAL_S whatever fails, and the pack still runs. The shares, in seconds:
 # PEER_S (default 180: timm 2/5, each Keras backend 3/10), JAX_S (140), TORCH_S (100); each study's --budget
-# leaves its 5 % + 30 s grace inside its share. PARTS="peer" or "studies" runs one of the two. WORK_DIR holds
+# leaves its 5 % + 30 s grace inside its share. PARTS="peer" or "studies" runs one of the two; BACKENDS
+# (default "jax torch") names the Keras backends (BACKENDS=torch where jax's CUDA plugin fails). WORK_DIR holds
 # the studies' folders (default: a new folder under TMPDIR); nothing is fetched from the network; l40sbench
 # runs from this checkout (PYTHONPATH), not installed, so TensorFlow is never needed. PYTHON picks the
 # interpreter (default python3). GPU_RUN_TINY=1 is the CPU rehearsal (tests/test_gpu_run.py): --quick studies,
