@@ -67,6 +67,8 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
     record = json.loads((vgg19 / "result.json").read_text())
     assert f"{record['inference']['mean_ms']:.3f}" in first and f"{2 * record['inference']['mean_ms']:.3f}" in first
     assert '<option value="a stand-in at half speed (' in first  # the second machine, by name, in the filter
+    peak = record["env"]["peak"]["matmul"]["float32"]["gflops"]  # the machines side by side, each with its peak
+    assert f"<td>{peak:,.1f}</td>" in first and f"<td>{peak / 2:,.1f}</td>" in first
     figures = json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>', first,
                                    re.S).group(1).replace("<\\/", "</"))
     epoch = figures["plot-classify-epoch"]["data"]

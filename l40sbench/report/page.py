@@ -206,6 +206,33 @@ def figures(loaded: Sequence[Loaded], labels: Sequence[str], priced: Sequence = 
     return out
 
 
+PRECISIONS = ("float32", "tf32", "bfloat16", "float16")
+
+
+def _machines(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
+    """The machines as rows side by side: GPU, driver, CPU, backend, and the measured matmul peak per precision
+    (the figure compare and utilisation divide by; published records have none)."""
+    from l40sbench.core.env import gpu_models
+
+    rows = {}
+    for item, label in zip(loaded, labels):
+        env = item.record.get("env") or {}
+        matmul = (env.get("peak") or {}).get("matmul") or {}
+        gpus = gpu_models(env)
+        cells = [label, ", ".join(gpus) or "none", (env.get("device_power") or {}).get("driver") or "-",
+                 env.get("cpu") or "-", env.get("backend") or "-"]
+        cells += [f"{matmul[p]['gflops']:,.1f}" if (matmul.get(p) or {}).get("gflops") else "-" for p in PRECISIONS]
+        rows.setdefault(label, cells)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["machine", "GPU", "driver", "CPU", "backend",
+                                                           *(f"peak {p}, GFLOP/s" for p in PRECISIONS)])
+    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+                     for cells in rows.values())
+    return ("<h2>The machines side by side</h2>\n<p>Throughput figures are compared across machines only within "
+            "one kind of device and GPU model, by the peak of the run's precision (compare; docs/trust.md); latencies are not "
+            "normalised.</p>\n" f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n'
+            "</tbody></table>")
+
+
 def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str:
     rows = []
     for item, label in zip(loaded, labels):
@@ -234,6 +261,7 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
         '<div id="filters"><label>filter <input id="filter" type="search" placeholder="task, model, precision ...">'
         f'</label><label>machine <select id="machine"><option value="">every machine</option>{machines}</select>'
         "</label></div>",
+        _machines(loaded, labels),
         body_from_markdown(markdown, folder),
         "<h2>Interactive plots</h2>" if plots else "",
         "\n".join(f'<div class="plot" id="{name}"></div>' for name in plots),
