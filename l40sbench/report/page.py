@@ -212,14 +212,16 @@ PRECISIONS = ("float32", "tf32", "bfloat16", "float16")
 def _machines(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
     """The machines as rows side by side: GPU, driver, CPU, backend, and the measured matmul peak per precision
     (the figure compare and utilisation divide by; published records have none)."""
+    from collections import Counter
+
     from l40sbench.core.env import gpu_models
 
     rows = {}
     for item, label in zip(loaded, labels):
         env = item.record.get("env") or {}
         matmul = (env.get("peak") or {}).get("matmul") or {}
-        gpus = gpu_models(env)
-        cells = [label, ", ".join(gpus) or "none", (env.get("device_power") or {}).get("driver") or "-",
+        gpus = Counter(gpu_models(env))
+        cells = [label, ", ".join(f"{n}x {model}" for model, n in gpus.items()) or "none", (env.get("device_power") or {}).get("driver") or "-",
                  env.get("cpu") or "-", env.get("backend") or "-"]
         cells += [f"{matmul[p]['gflops']:,.1f}" if (matmul.get(p) or {}).get("gflops") else "-" for p in PRECISIONS]
         rows.setdefault(label, cells)
@@ -252,6 +254,7 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
     from plotly.offline import get_plotlyjs
 
     plots = figures(loaded, labels, priced, images)
+    title, _, rest = markdown.partition("\n") if markdown.startswith("# ") else ("", "", markdown)
     machines = "".join(f'<option value="{html.escape(m)}">{html.escape(m)}</option>' for m in dict.fromkeys(labels))
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -261,8 +264,7 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
         '<div id="filters"><label>filter <input id="filter" type="search" placeholder="task, model, precision ...">'
         f'</label><label>machine <select id="machine"><option value="">every machine</option>{machines}</select>'
         "</label></div>",
-        _machines(loaded, labels),
-        body_from_markdown(markdown, folder),
+        body_from_markdown(title, folder), _machines(loaded, labels), body_from_markdown(rest, folder),
         "<h2>Interactive plots</h2>" if plots else "",
         "\n".join(f'<div class="plot" id="{name}"></div>' for name in plots),
         _links(loaded, labels, folder),
