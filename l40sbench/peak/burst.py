@@ -51,20 +51,33 @@ class Burst:
         return asdict(self)
 
 
+def _fill(call: Callable[[], object], wanted: float, one: float, clock: Clock, sync: Sync) -> tuple[int, float]:
+    """Back-to-back batches of calls, each about a quarter of `wanted`, until they fill it: (calls, seconds).
+
+    A sample is timed to its length rather than to a call count set from one timed call: that one call, slowed
+    by a neighbour's moment, would shorten every sample (a GPU burst meant to hold the load for 0.6 s held it
+    for 0.35 s on a busy host)."""
+    chunk = max(1, round(wanted / 4 / one)) if one > 0 else 1
+    calls, seconds = 0, 0.0
+    while seconds < wanted or not calls:
+        (taken,) = time_batches(call, chunk, 1, clock=clock, sync=sync)
+        calls, seconds = calls + chunk, seconds + taken
+    return calls, seconds
+
+
 def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BURST_SAMPLES,
           sample_seconds: float = BURST_SAMPLE_SECONDS, gap_seconds: float = BURST_GAP_SECONDS,
           clock: Clock = time.perf_counter, sync: Sync = no_sync, sleep: Callable[[float], None] = time.sleep) -> Burst:
-    """Times `samples` batches of back-to-back calls of one compiled [n, n] float32 matmul, `gap_seconds` apart,
-    after one warm call and one timed call that sets how many calls fill `sample_seconds`."""
+    """Times `samples` samples of back-to-back calls of one compiled [n, n] float32 matmul, each at least
+    `sample_seconds` long, `gap_seconds` apart, after one warm call and one timed call that sizes the batches."""
     started = clock()
     call()
     (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
-    calls = max(1, round(sample_seconds / one)) if one > 0 else 1
     rates = []
     for index in range(samples):
         if index and gap_seconds:
             sleep(gap_seconds)
-        (seconds,) = time_batches(call, calls, 1, clock=clock, sync=sync)
+        calls, seconds = _fill(call, sample_seconds, one, clock, sync)
         rates.append(matmul_flop(n) * calls / seconds / 1e9)
     return Burst(moment, max(rates), tuple(rates), n, clock() - started,
                  form({"samples": samples, "sample_seconds": sample_seconds, "gap_seconds": gap_seconds}))
