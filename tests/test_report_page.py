@@ -2,6 +2,7 @@
 plots with their points; checked in the page's text and in headless Chromium (Debian's chromium and
 chromium-driver, which ./run.sh test installs where it can; the browser test skips, saying why, elsewhere)."""
 
+import html
 import json
 import re
 import shutil
@@ -34,8 +35,31 @@ def _slower_machine(folder: Path, target: Path) -> Path:
             interval[key] = None if interval.get(key) is None else 2 * interval[key]
         for key in ("mean_ci95", "median_ci95"):
             interval[key] = None if interval.get(key) is None else [2 * v for v in interval[key]]
+    record["stability"] = {**(record.get("stability") or {}), "verdict": "unstable",
+                           "reasons": ["a stand-in's neighbour took 40 % of the CPU"]}
     (target / "result.json").write_text(json.dumps(record))
     return target
+
+
+def _older_run(folder: Path, target: Path) -> Path:
+    """The tiny vgg19 run as a record from before peaks per precision, backends and intervals were recorded."""
+    target.mkdir()
+    record = json.loads((folder / "result.json").read_text())
+    env = record["env"]
+    env["calibration"] = {"matmul_gflops": env.pop("peak")["matmul"]["float32"]["gflops"], "conv_gflops": 1.0}
+    env.pop("backend", None)
+    env["cpu"] = "an older run's CPU"
+    record["train"]["steady_epoch_interval"], record["inference"]["interval_ms"] = {}, {}
+    (target / "result.json").write_text(json.dumps(record))
+    return target
+
+
+CATALOG = '[[offer]]\nname = "stand-in cloud"\nprice = 0.5\nunit = "hour"\ncurrency = "USD"\n'
+
+
+def _figures(text: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>', text,
+                                re.S).group(1).replace("<\\/", "</"))
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +69,11 @@ def page(tiny_runs, tmp_path_factory):
                     "--warmup-steps", "1", "--output-dir", root / "sweep")
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     slower = _slower_machine(tiny_runs["vgg19"], root / "slower")
+    (root / "catalog.toml").write_text(CATALOG)
     inputs = [tiny_runs["vgg19"], slower, root / "sweep", "l40s", "leadergpu-2017"]
     pages = []
     for name in ("first", "second"):  # the same records twice: the same page but for its generation time
-        result = run_cli("report", *inputs, "--out", root / name, "--html")
+        result = run_cli("report", *inputs, "--out", root / name, "--html", "--catalog", root / "catalog.toml")
         assert result.returncode == 0, result.stderr[-2000:]
         pages.append((root / name / "index.html").read_text())
     return root, tiny_runs["vgg19"], pages
@@ -59,7 +84,7 @@ def test_the_page_is_one_file_that_names_no_network_and_is_stable(page):
     assert (root / "first" / "index.html").stat().st_size < 10 * 2**20
     assert not re.findall(r"<(?:script|link|img|iframe)[^>]*(?:src|href)=\"(?:https?:)?//", first)
     without = [re.sub(r'<meta name="generated" content="[^"]*">', "", text) for text in (first, second)]
-    assert without[0] == without[1] and first != "" and "Plotly.newPlot" in first
+    assert without[0] == without[1] and first != "" and "Plotly.react(" in first
 
 
 def test_the_page_holds_both_machines_and_the_records_figures(page):
@@ -69,8 +94,9 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
     assert '<option value="a stand-in at half speed (' in first  # the second machine, by name, in the filter
     peak = record["env"]["peak"]["matmul"]["float32"]["gflops"]  # the machines side by side, each with its peak
     assert f"<td>{peak:,.1f}</td>" in first and f"<td>{peak / 2:,.1f}</td>" in first
-    figures = json.loads(re.search(r'<script type="application/json" id="figures">(.*?)</script>', first,
-                                   re.S).group(1).replace("<\\/", "</"))
+    assert '<th data-machine="a stand-in at half speed (' in first  # ... as columns, each with its price
+    assert "<td>stand-in cloud: $0.5/hour (1 device)</td>" in first and "<td>published: L40S fine-tuning" in first
+    figures = _figures(first)
     epoch = figures["plot-classify-epoch"]["data"]
     assert sorted(len(t["x"]) for t in epoch) == [1, 1, 3]  # each tiny run's vgg19, the L40S study's three bases
     cost = figures["plot-cost"]["data"]  # the LeaderGPU study's own table, repriced, as report.md's cost section
@@ -78,6 +104,29 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
     sweep = [t for t in figures["plot-sweep"]["data"] if t["name"].startswith("lenet x1 ·")]
     assert sweep and sweep[0]["x"] == [2, 4]
     assert len(re.findall(r'<a href="[^"]*/result\.json">', first)) == 3  # the three run folders, linked
+    published = [t for t in figures["plot-sweep"]["data"] if t["name"].endswith("(published)")]
+    assert published and all(t["line"]["dash"] == "dash" for t in published)  # the LeaderGPU grid, beneath ours
+    assert figures["plot-sweep"]["data"][-1]["name"].startswith("lenet x1 ·")
+
+
+def test_cost_to_accuracy_follows_each_epoch_on_each_offer(page):
+    _, vgg19, (first, _) = page
+    train = json.loads((vgg19 / "result.json").read_text())["train"]
+    curves = _figures(first)["plot-classify-cost-accuracy"]["data"]
+    assert len(curves) == 2 and all(t["y"] == train["test_metric_per_epoch"] for t in curves)
+    fast, slow = (t["x"] for t in curves)  # billed per second at $0.5/hour; the stand-in took twice as long
+    assert fast == sorted(fast) and fast[-1] == pytest.approx(0.5 * train["wall_seconds_at_epoch"][-1] / 3600, abs=2e-4)
+    assert all(t["customdata"][0] == "USD" for t in curves)
+
+
+def test_figures_carry_their_interval_and_n_on_hover_and_unstable_runs_their_reason(page):
+    _, vgg19, (first, _) = page
+    interval = json.loads((vgg19 / "result.json").read_text())["inference"]["interval_ms"]
+    low, high = interval["mean_ci95"]
+    assert html.escape(f"95 % interval {low:.4g} to {high:.4g} ms ({interval['method']}") in first
+    assert f"n {interval['n']}" in first
+    assert 'class="unstable" title="unstable run: a stand-in&#x27;s neighbour took 40 % of the CPU' in first
+    assert "a published figure: no samples, so no interval" in first  # the L40S study's rows
 
 
 def _browser():
@@ -129,15 +178,66 @@ def test_the_page_in_headless_chromium_offline(page):
         box.send_keys("lenet")
         shown = [r for r in driver.find_elements(By.CSS_SELECTOR, "table.sortable tbody tr") if r.is_displayed()]
         assert shown and all("lenet" in r.text.lower() for r in shown)
-        SCREENSHOTS.mkdir(exist_ok=True)
         box.clear()
         box.send_keys(" ")
+        _check_the_selects(driver, _figures((root / "first" / "index.html").read_text()))
+        SCREENSHOTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(SCREENSHOTS / "report-page.png"))
         driver.execute_script("document.getElementById('plot-classify-epoch').scrollIntoView()")
         driver.save_screenshot(str(SCREENSHOTS / "report-page-plots.png"))
         assert all((SCREENSHOTS / name).stat().st_size > 10_000 for name in ("report-page.png", "report-page-plots.png"))
     finally:
         driver.quit()
+
+
+def _check_the_selects(driver, figures: dict):
+    """Model, machine and task filters on table rows, a machine's columns and plot points."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    def points(plot):
+        return driver.execute_script(f"return document.getElementById('{plot}').data.map(t => t.x.length)")
+
+    def shown(css):
+        return [e for e in driver.find_elements(By.CSS_SELECTOR, css) if e.is_displayed()]
+
+    model, machine, task = (Select(driver.find_element(By.ID, name)) for name in ("model", "machine", "task"))
+    model.select_by_value("vgg19")
+    assert sum(points("plot-classify-epoch")) == 3  # the two tiny runs and the L40S study's vgg19
+    rows = shown('table[data-task="classify"] tbody tr')
+    assert rows and all(r.find_elements(By.TAG_NAME, "td")[0].text.startswith("vgg19") for r in rows)
+    model.select_by_value("")
+    slower = next(t["meta"] for t in figures["plot-classify-epoch"]["data"] if "half speed" in t["meta"])
+    machine.select_by_value(slower)
+    assert sum(points("plot-classify-epoch")) == 1
+    heads = shown('table[data-task="classify"] th[data-machine]')
+    assert heads and {h.get_attribute("data-machine") for h in heads} == {slower}
+    machine.select_by_value("")
+    task.select_by_value("synthetic")
+    assert not shown('section[data-task="classify"]') and shown('section[data-task="synthetic"]')
+    assert sum(points("plot-classify-epoch")) == 0 and sum(points("plot-sweep")) > 0
+    task.select_by_value("")
+    assert sum(points("plot-classify-epoch")) == sum(len(t["x"]) for t in figures["plot-classify-epoch"]["data"])
+
+
+def test_older_records_and_several_kinds_in_one_file_are_shown_and_an_empty_set_is_refused(page, tiny_runs, tmp_path):
+    root, vgg19, _ = page
+    older = _older_run(vgg19, tmp_path / "older")
+    kinds = tmp_path / "kinds.json"  # a classify run and a sweep in one file
+    kinds.write_text(json.dumps([json.loads((vgg19 / "result.json").read_text()),
+                                 json.loads((root / "sweep" / "result.json").read_text())]))
+    result = run_cli("report", older, kinds, "--out", tmp_path / "out", "--html")
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = (tmp_path / "out" / "index.html").read_text()
+    assert "no interval in this record (a run from before intervals were recorded)" in text
+    calibration = json.loads((older / "result.json").read_text())["env"]["calibration"]["matmul_gflops"]
+    assert f"<td>{calibration:,.1f}</td>" in text  # the migrated peak, in the machines' table
+    figures = _figures(text)
+    assert "plot-sweep" in figures and sorted(len(t["x"]) for t in figures["plot-classify-epoch"]["data"]) == [1, 1]
+    (tmp_path / "empty.json").write_text("[]")
+    empty = run_cli("report", tmp_path / "empty.json", "--out", tmp_path / "none", "--html")
+    assert_one_line_exit_2(empty, "is not an l40sbench result")
+    assert not (tmp_path / "none").exists() or not any((tmp_path / "none").iterdir())
 
 
 def test_a_truncated_record_is_one_line_and_writes_no_page(tiny_runs, tmp_path):

@@ -27,8 +27,10 @@ def add(subparsers) -> None:
                    help="offers (TOML/JSON, as for cost --catalog) to price every images/s figure on")
     p.add_argument("--images", type=int, default=500_000, help="images the cost section prices (default: 500000)")
     p.add_argument("--html", action="store_true",
-                   help="also OUT/index.html: the same tables sortable and filterable, interactive plots with their "
-                        "intervals, a link to each record; one file that opens offline (plotly inlined)")
+                   help="also OUT/index.html: the machines side by side, the same tables sortable, each figure's "
+                        "interval and n on hover, filters by words, task, model, machine and precision, interactive "
+                        "plots with their intervals (cost to accuracy on --catalog's offers), a link to each record; "
+                        "one file that opens offline (plotly inlined)")
     p.set_defaults(func=run)
 
 

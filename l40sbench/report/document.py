@@ -15,7 +15,7 @@ from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.core.text import format_duration, markdown_table
 from l40sbench.report import plots, series, tables
-from l40sbench.report.inputs import Loaded, machine_labels, replicas
+from l40sbench.report.inputs import Loaded, machine_labels, precision, row_name
 from l40sbench.report.scenario_tables import scenario_cells, scenario_title
 from l40sbench.report.tables import (
     CLOCK_PER_EPOCH,
@@ -45,12 +45,6 @@ def _utilisation(record: dict, part: str) -> str:
     return "-" if u.get(part) is None else f"{100 * u[part]:.1f} % of {u['peak']}"
 
 
-def _row_name(record: dict) -> str:
-    """The base, and its device count where it trained on several (a --devices list has one record per count)."""
-    count = replicas(record)
-    return record["base"] if count == 1 else f"{record['base']} x{count} devices"
-
-
 def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str, Callable[[dict], str]]]):
     """Rows: bases; for each machine, one column per (name, cell function), headed "name [A]".
 
@@ -58,8 +52,8 @@ def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str,
     """
     labels = list(dict.fromkeys(label for label, _ in runs))
     letters = {label: chr(ord("A") + i) if i < 26 else str(i + 1) for i, label in enumerate(labels)}
-    bases = list(dict.fromkeys(_row_name(r) for _, r in runs))
-    index = {(label, _row_name(r)): r for label, r in runs}
+    bases = list(dict.fromkeys(row_name(r) for _, r in runs))
+    index = {(label, row_name(r)): r for label, r in runs}
     headers = ["base"] + [f"{name} [{letters[label]}]" for label in labels for name, _ in columns]
     body = [[base] + [cell(index[(label, base)]) if (label, base) in index else "-"
                       for label in labels for _, cell in columns] for base in bases]
@@ -74,6 +68,7 @@ def _table(runs, columns) -> list[str]:
 
 TRAIN_COLUMNS = (
     ("input px", lambda r: str((r.get("config") or {}).get("image_size") or "-")),
+    ("precision", lambda r: precision(r) or "-"),
     ("epochs", lambda r: str(r["train"]["epochs"])),
     (WALL_TOTAL, lambda r: format_duration(r["train"].get("wall_seconds"))),
     (WALL_PER_EPOCH, lambda r: format_duration(wall_epoch_seconds(r["train"]))),

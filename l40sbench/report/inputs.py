@@ -91,9 +91,22 @@ def backend(record: dict) -> str | None:
             or (record.get("env") or {}).get("backend"))
 
 
+def precision(record: dict) -> str | None:
+    """The precision a run computed in (its config's, a sweep's settings'); None where the record names none."""
+    config = record.get("config") or {}
+    return config.get("precision") or (config.get("settings") or {}).get("precision")
+
+
 def replicas(record: dict) -> int:
     """The devices a run trained on (1 for a record without a devices block)."""
     return (record.get("devices") or {}).get("replicas") or 1
+
+
+def row_name(record: dict) -> str:
+    """The base, and its device count where it trained on several (a --devices list has one record per count):
+    the rows of report.md's side-by-side tables."""
+    count = replicas(record)
+    return record["base"] if count == 1 else f"{record['base']} x{count} devices"
 
 
 def machine_labels(loaded: Sequence[Loaded]) -> list[str]:

@@ -1,26 +1,24 @@
 """index.html beside report.md: the same tables, sortable and filterable, and interactive plots, in one file.
 
-The page reads report.md itself (one source for both: headings, tables, text, the PNGs inlined) and the
-records for its plots (plotly, its offline bundle inlined: the page opens from disk with no network). The
-same records give the same bytes but for the `generated` meta line, so a page can be kept and diffed.
+The page reads report.md itself (one source for both: headings, tables, text, the PNGs inlined; page_tables)
+and the records for its plots (page_figures; plotly, its offline bundle inlined: the page opens from disk with
+no network). Filters by words, task, model, machine and precision act on table rows, on a machine's columns
+and on plot points alike. The same records give the same bytes but for the `generated` meta line, so a page
+can be kept and diffed.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from l40sbench.core.records import write_atomic
-from l40sbench.report.inputs import Loaded, machine_labels
-from l40sbench.report.tables import wall_epoch_seconds
-
-IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)]+)\)$")
-INLINE = [(re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"), (re.compile(r"`([^`]+)`"), r"<code>\1</code>")]
+from l40sbench.report.inputs import Loaded, machine_labels, precision
+from l40sbench.report.page_figures import figures
+from l40sbench.report.page_tables import Records, body_from_markdown
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -33,6 +31,7 @@ td.unstable,td.worse{color:#a00;font-weight:600}pre{background:#f6f6f6;padding:.
 """
 
 SCRIPT = """
+const FIGURES=JSON.parse(document.getElementById("figures").textContent),CONFIG={responsive:true,displaylogo:false};
 function cellKey(text){const t=text.trim();
   const m=t.replace(/,/g,"").match(/^[-+]?[0-9]*[.]?[0-9]+(e[-+]?[0-9]+)?(x| ?%)?$/i);
   return m?parseFloat(m[0]):t.toLowerCase();}
@@ -42,197 +41,102 @@ function sortBy(th){const table=th.closest("table"),col=th.cellIndex,body=table.
     if(typeof x!==typeof y)return(typeof x==="number"?-1:1)*(asc?1:-1);return(x<y?-1:x>y?1:0)*(asc?1:-1);});
   rows.forEach(r=>body.appendChild(r));table.querySelectorAll("th").forEach(h=>delete h.dataset.order);
   th.dataset.order=asc?"asc":"desc";}
-function applyFilters(){const words=document.getElementById("filter").value.toLowerCase().split(/\\s+/)
-    .filter(w=>w);const machine=document.getElementById("machine").value;
-  document.querySelectorAll("table.sortable tbody tr").forEach(tr=>{const text=tr.textContent.toLowerCase();
-    tr.hidden=!(words.every(w=>text.includes(w))&&(!machine||tr.textContent.includes(machine)));});
-  document.querySelectorAll("div.plot").forEach(div=>{if(!div.data)return;
-    Plotly.restyle(div,{visible:div.data.map(t=>(!machine||!t.meta||t.meta===machine)&&
-      words.every(w=>(t.name+" "+(t.meta||"")).toLowerCase().includes(w)||!w)?true:"legendonly")});});}
+function norm(s){return s.toLowerCase().replace(/[^a-z0-9]/g,"");}
+function isModel(text,model){const t=text.trim().toLowerCase();return norm(t)===norm(model)||t.startsWith(model.toLowerCase()+" ");}
+function choice(){const v=id=>document.getElementById(id).value;
+  return {words:v("filter").toLowerCase().split(/\\s+/).filter(w=>w),machine:v("machine"),task:v("task"),
+          model:v("model"),precision:v("precision")};}
+function filterTable(table,f){const heads=Array.from(table.tHead.rows[0].cells);
+  const off=heads.map(h=>!!f.machine&&!!h.dataset.machine&&h.dataset.machine!==f.machine);
+  heads.forEach((h,i)=>{h.hidden=off[i];});
+  const named=(...names)=>heads.map((h,i)=>names.includes(h.textContent.replace(/ \\[[^\\]]+\\]$/,""))&&!off[i]?i:-1)
+    .filter(i=>i>=0);
+  const machines=named("machine","measured on"),tasks=named("task"),models=named("base","model"),
+    precisions=named("precision");
+  for(const tr of table.tBodies[0].rows){const cells=Array.from(tr.cells);cells.forEach((td,i)=>{td.hidden=off[i];});
+    const text=cells.filter((td,i)=>!off[i]).map(td=>td.textContent).join(" ").toLowerCase();
+    const has=(columns,test)=>!columns.length||columns.some(i=>test(cells[i].textContent.trim()));
+    tr.hidden=!(f.words.every(w=>text.includes(w))&&(!f.machine||has(machines,t=>t===f.machine))&&
+      (!f.task||has(tasks,t=>t===f.task))&&(!f.model||has(models,t=>isModel(t,f.model)))&&
+      (!f.precision||has(precisions,t=>t===f.precision)));}}
+function keep(tag,name,f){const text=(name+" "+Object.values(tag).join(" ")).toLowerCase();
+  return(!f.machine||!tag.machine||tag.machine===f.machine)&&(!f.task||!tag.task||tag.task===f.task)&&
+    (!f.model||!tag.model||isModel(tag.model,f.model))&&(!f.precision||!tag.precision||tag.precision===f.precision)&&
+    f.words.every(w=>text.includes(w));}
+function subset(trace,tags,f){const kept=tags.map((g,i)=>keep(g,trace.name||"",f)?i:-1).filter(i=>i>=0);
+  const out=Object.assign({},trace);
+  for(const k of ["x","y","customdata"])if(Array.isArray(trace[k]))out[k]=kept.map(i=>trace[k][i]);
+  if(trace.error_y){out.error_y=Object.assign({},trace.error_y);
+    for(const k of ["array","arrayminus"])out.error_y[k]=kept.map(i=>trace.error_y[k][i]);}
+  return out;}
+function applyFilters(){const f=choice();
+  document.querySelectorAll("section[data-task]").forEach(s=>{s.hidden=!!f.task&&!!s.dataset.task&&s.dataset.task!==f.task;});
+  document.querySelectorAll("table.sortable").forEach(t=>filterTable(t,f));
+  for(const [id,figure] of Object.entries(FIGURES)){
+    Plotly.react(id,figure.data.map((t,j)=>subset(t,figure.tags[j],f)),JSON.parse(JSON.stringify(figure.layout)),CONFIG);}}
 document.querySelectorAll("table.sortable th").forEach(th=>th.addEventListener("click",()=>sortBy(th)));
 document.getElementById("filter").addEventListener("input",applyFilters);
-document.getElementById("machine").addEventListener("change",applyFilters);
-for(const [id,figure] of Object.entries(JSON.parse(document.getElementById("figures").textContent))){
-  Plotly.newPlot(id,figure.data,figure.layout,{responsive:true,displaylogo:false});}
+for(const id of ["machine","task","model","precision"])document.getElementById(id).addEventListener("change",applyFilters);
+applyFilters();
 """
-
-
-def _inline(text: str) -> str:
-    out = html.escape(text, quote=False)
-    for pattern, replacement in INLINE:
-        out = pattern.sub(replacement, out)
-    return out
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-
-
-def _table(lines: list[str]) -> str:
-    headers, body = _cells(lines[0]), [_cells(line) for line in lines[2:]]
-    head = "".join(f"<th>{_inline(h)}</th>" for h in headers)
-    rows = []
-    for row in body:
-        tds = []
-        for cell in row:
-            flag = "unstable" if cell.upper().startswith("UNSTABLE") else "worse" if "WORSE" in cell else ""
-            tds.append(f'<td class="{flag}">{_inline(cell)}</td>' if flag else f"<td>{_inline(cell)}</td>")
-        rows.append(f"<tr>{''.join(tds)}</tr>")
-    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n' + "\n".join(rows) + "\n</tbody></table>"
-
-
-def body_from_markdown(markdown: str, folder: Path) -> str:
-    """report.md as HTML: headings, sortable tables, fenced blocks, paragraphs, and its PNGs inlined."""
-    out, lines, i = [], markdown.splitlines(), 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("|"):
-            block = []
-            while i < len(lines) and lines[i].startswith("|"):
-                block.append(lines[i])
-                i += 1
-            out.append(_table(block))
-            continue
-        if line.startswith("```"):
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-            out.append(f"<pre>{html.escape(chr(10).join(lines[i + 1:end]), quote=False)}</pre>")
-            i = end + 1
-            continue
-        heading = re.match(r"^(#{1,4}) (.*)$", line)
-        image = IMAGE.match(line.strip())
-        if heading:
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif image and (folder / image["src"]).is_file():
-            data = base64.b64encode((folder / image["src"]).read_bytes()).decode()
-            out.append(f'<img alt="{html.escape(image["alt"])}" src="data:image/png;base64,{data}">')
-        elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
-        i += 1
-    return "\n".join(out)
-
-
-def _ci(interval: dict | None, value: float | None) -> list[float] | None:
-    """(plus, minus) error bar lengths from an interval's mean_ci95, where it has one."""
-    ci = (interval or {}).get("mean_ci95")
-    if not ci or value is None:
-        return None
-    return [max(ci[1] - value, 0.0), max(value - ci[0], 0.0)]
-
-
-def _bars(points: list[tuple[str, str, float, list | None, str]], title: str, y: str) -> dict:
-    """Grouped bars: points (machine, base, value, error bars or None, origin), one trace per machine."""
-    traces = []
-    for machine in dict.fromkeys(p[0] for p in points):
-        mine = [p for p in points if p[0] == machine]
-        trace = {"type": "bar", "name": machine, "meta": machine, "x": [p[1] for p in mine],
-                 "y": [p[2] for p in mine], "customdata": [p[4] for p in mine],
-                 "hovertemplate": "%{x}: %{y:.4g}<br>%{customdata}<extra>%{meta}</extra>"}
-        if any(p[3] for p in mine):
-            trace["error_y"] = {"type": "data", "symmetric": False, "array": [p[3][0] if p[3] else 0 for p in mine],
-                                "arrayminus": [p[3][1] if p[3] else 0 for p in mine]}
-        traces.append(trace)
-    return {"data": traces, "layout": {"title": {"text": title}, "barmode": "group", "yaxis": {"title": {"text": y}}}}
-
-
-def _cost(priced: Sequence[tuple[str, object]], images: int) -> dict:
-    """Cost of N images per model and machine, one trace per offer (report.series.priced's rows)."""
-    traces = {}
-    for label, row in priced:
-        trace = traces.setdefault(row.offer.name, {"type": "bar", "orientation": "h", "name": row.offer.name,
-                                                    "meta": "", "x": [], "y": [], "customdata": []})
-        trace["y"].append(f"{row.model} · {label}")
-        trace["x"].append(row.cost)
-        trace["customdata"].append(row.offer.currency)
-    for trace in traces.values():
-        trace["hovertemplate"] = "%{y}: %{x:.4g} %{customdata}<extra>%{fullData.name}</extra>"
-    return {"data": list(traces.values()), "layout": {"title": {"text": f"cost of {images:,} images"},
-                                                      "barmode": "group", "margin": {"l": 300}}}
-
-
-def figures(loaded: Sequence[Loaded], labels: Sequence[str], priced: Sequence = (), images: int = 0
-            ) -> dict[str, dict]:
-    """The page's plots, by the id of the element each is drawn in."""
-    out = {"plot-cost": _cost(priced, images)} if priced else {}
-    for task in ("classify", "detect"):
-        runs = [(label, item) for item, label in zip(loaded, labels) if item.record.get("task") == task]
-        epochs = []
-        for label, item in runs:  # the steady epoch where measured; a published row's wall / epochs
-            train = item.record.get("train") or {}
-            steady = train.get("steady_epoch_seconds")
-            value = steady if steady else wall_epoch_seconds(train) if train.get("epochs") else None
-            if value:
-                epochs.append((label, item.record["base"], value,
-                               _ci(train.get("steady_epoch_interval"), steady) if steady else None, item.origin))
-        if epochs:
-            out[f"plot-{task}-epoch"] = _bars(epochs, f"{task}: time per epoch, s (steady epochs with their 95 % "
-                                                      "interval; published rows: wall / epochs)", "seconds")
-        latency = [(label, item.record["base"], inf["mean_ms"], _ci(inf.get("interval_ms"), inf["mean_ms"]),
-                    item.origin)
-                   for label, item in runs if (inf := item.record.get("inference") or {}).get("mean_ms")]
-        if latency:
-            out[f"plot-{task}-latency"] = _bars(latency, f"{task}: inference, ms/image (95 % interval)", "ms")
-    first = [(f"{item.record.get('task')} {item.record.get('base')} · {label}", item.record["time_to_first_step"])
-             for item, label in zip(loaded, labels) if (item.record.get("time_to_first_step") or {}).get("parts_seconds")]
-    if first:
-        parts = list(dict.fromkeys(name for _, t in first for name in t["parts_seconds"]))
-        out["plot-first-step"] = {"data": [
-            {"type": "bar", "name": part, "orientation": "h", "y": [run for run, _ in first],
-             "x": [t["parts_seconds"].get(part, 0.0) for _, t in first], "meta": "",
-             "hovertemplate": "%{y}: %{x:.2f} s<extra>" + part + "</extra>"} for part in parts],
-            "layout": {"title": {"text": "time to the first training step, s, by part"}, "barmode": "stack",
-                       "margin": {"l": 260}, "xaxis": {"title": {"text": "seconds"}}}}
-    grid = []
-    for item, label in zip(loaded, labels):
-        if item.record.get("task") != "synthetic":
-            continue
-        series: dict[tuple, list] = {}
-        for row in item.record.get("rows") or []:
-            if row.get("status", "ok") == "ok" and row.get("images_per_second"):
-                series.setdefault((row["model"], row.get("devices", 1)), []).append(
-                    (row["per_device_batch"], row["images_per_second"]))
-        for (model, devices), points in sorted(series.items()):
-            points.sort()
-            grid.append({"type": "scatter", "mode": "lines+markers", "name": f"{model} x{devices} · {label}",
-                         "meta": label, "x": [p[0] for p in points], "y": [p[1] for p in points],
-                         "customdata": [item.origin] * len(points),
-                         "hovertemplate": "batch %{x}: %{y:.4g} images/s<br>%{customdata}<extra>%{fullData.name}"
-                                          "</extra>"})
-    if grid:
-        out["plot-sweep"] = {"data": grid, "layout": {
-            "title": {"text": "images/s against batch size, per model and device count"},
-            "xaxis": {"title": {"text": "batch per device"}, "type": "log"},
-            "yaxis": {"title": {"text": "images/s"}, "type": "log"}}}
-    return out
 
 
 PRECISIONS = ("float32", "tf32", "bfloat16", "float16")
 
 
-def _machines(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
-    """The machines as rows side by side: GPU, driver, CPU, backend, and the measured matmul peak per precision
-    (the figure compare and utilisation divide by; published records have none)."""
+def _price(label: str, offers: Sequence) -> str:
+    """The catalog's offers that rent this machine (their machine name a part of its label, or none named)."""
+    from l40sbench.cost import CURRENCY_SIGNS
+
+    return "; ".join(f"{o.name}: {CURRENCY_SIGNS[o.currency]}{o.price:g}/{o.per} ({o.devices} device"
+                     f"{'s' if o.devices > 1 else ''})" for o in offers if o.machine.lower() in label.lower()) or "-"
+
+
+def _machines(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence = ()) -> str:
+    """The machines as columns side by side: GPU, driver, CPU, backend, the measured matmul peak per precision
+    (the figure compare and utilisation divide by; published records have none), price, and where the figures
+    come from."""
     from collections import Counter
 
     from l40sbench.core.env import gpu_models
 
-    rows = {}
+    columns = {}
     for item, label in zip(loaded, labels):
         env = item.record.get("env") or {}
         matmul = (env.get("peak") or {}).get("matmul") or {}
         gpus = Counter(gpu_models(env))
-        cells = [label, ", ".join(f"{n}x {model}" for model, n in gpus.items()) or "none", (env.get("device_power") or {}).get("driver") or "-",
-                 env.get("cpu") or "-", env.get("backend") or "-"]
-        cells += [f"{matmul[p]['gflops']:,.1f}" if (matmul.get(p) or {}).get("gflops") else "-" for p in PRECISIONS]
-        rows.setdefault(label, cells)
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["machine", "GPU", "driver", "CPU", "backend",
-                                                           *(f"peak {p}, GFLOP/s" for p in PRECISIONS)])
-    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
-                     for cells in rows.values())
+        columns.setdefault(label, [
+            ", ".join(f"{n}x {model}" for model, n in gpus.items()) or "none",
+            (env.get("device_power") or {}).get("driver") or "-", env.get("cpu") or "-", env.get("backend") or "-",
+            *(f"{matmul[p]['gflops']:,.1f}" if (matmul.get(p) or {}).get("gflops") else "-" for p in PRECISIONS),
+            _price(label, offers),
+            f"published: {item.record['source']}" if item.record.get("source") else "measured by l40sbench"])
+    names = ["GPU", "driver", "CPU", "backend", *(f"peak {p}, GFLOP/s" for p in PRECISIONS), "price", "source"]
+    head = "<th>machine</th>" + "".join(f'<th data-machine="{html.escape(m)}">{html.escape(m)}</th>' for m in columns)
+    body = "\n".join(f"<tr><td>{html.escape(name)}</td>" + "".join(f"<td>{html.escape(str(cells[i]))}</td>"
+                                                                   for cells in columns.values()) + "</tr>"
+                     for i, name in enumerate(names))
     return ("<h2>The machines side by side</h2>\n<p>Throughput figures are compared across machines only within "
-            "one kind of device and GPU model, by the peak of the run's precision (compare; docs/trust.md); latencies are not "
-            "normalised.</p>\n" f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n'
-            "</tbody></table>")
+            "one kind of device and GPU model, by the peak of the run's precision (compare; docs/trust.md); "
+            "latencies are not normalised. Published figures come from the studies' articles, as labelled.</p>\n"
+            f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>')
+
+
+def _options(name: str, values, every: str) -> str:
+    options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+    return f'<label>{name} <select id="{name}"><option value="">{every}</option>{options}</select></label>'
+
+
+def _filters(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
+    records = [item.record for item in loaded]
+    models = dict.fromkeys(r["base"] for r in records if r.get("base") and r.get("task") != "synthetic")
+    models |= dict.fromkeys(row["model"] for r in records for row in r.get("rows") or () if row.get("model"))
+    precisions = dict.fromkeys(p for r in records for p in [precision(r), *(row.get("precision") for row in
+                                                                           r.get("rows") or ())] if p)
+    return ('<div id="filters"><label>filter <input id="filter" type="search" placeholder="words ..."></label>'
+            + _options("task", dict.fromkeys(r["task"] for r in records if r.get("task")), "every task")
+            + _options("model", models, "every model") + _options("machine", dict.fromkeys(labels), "every machine")
+            + _options("precision", precisions, "every precision") + "</div>")
 
 
 def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str:
@@ -249,22 +153,21 @@ def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str
 
 
 def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, markdown: str, generated: str,
-               priced: Sequence = (), images: int = 0) -> Path:
+               priced: Sequence = (), images: int = 0, offers: Sequence = ()) -> Path:
     """Writes folder/index.html; returns its path."""
     from plotly.offline import get_plotlyjs
 
-    plots = figures(loaded, labels, priced, images)
+    plots = figures(loaded, labels, priced, images, offers)
+    records = Records.of(loaded, labels)
     title, _, rest = markdown.partition("\n") if markdown.startswith("# ") else ("", "", markdown)
-    machines = "".join(f'<option value="{html.escape(m)}">{html.escape(m)}</option>' for m in dict.fromkeys(labels))
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta name="generated" content="{html.escape(generated)}">',
         "<title>l40sbench report</title>", f"<style>{STYLE}</style>", f"<script>{get_plotlyjs()}</script>",
         "</head><body>",
-        '<div id="filters"><label>filter <input id="filter" type="search" placeholder="task, model, precision ...">'
-        f'</label><label>machine <select id="machine"><option value="">every machine</option>{machines}</select>'
-        "</label></div>",
-        body_from_markdown(title, folder), _machines(loaded, labels), body_from_markdown(rest, folder),
+        _filters(loaded, labels),
+        body_from_markdown(title, folder, records), _machines(loaded, labels, offers),
+        body_from_markdown(rest, folder, records),
         "<h2>Interactive plots</h2>" if plots else "",
         "\n".join(f'<div class="plot" id="{name}"></div>' for name in plots),
         _links(loaded, labels, folder),
@@ -286,4 +189,4 @@ def write_html(loaded: Sequence[Loaded], folder: Path, offers: Sequence = (), im
     labels = machine_labels(loaded)
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rows, _ = priced(loaded, labels, offers, images)
-    return write_page(loaded, labels, folder, (folder / "report.md").read_text(), generated, rows, images)
+    return write_page(loaded, labels, folder, (folder / "report.md").read_text(), generated, rows, images, offers)
