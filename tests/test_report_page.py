@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from l40sbench.core.text import format_duration
 from tests.conftest import REPO, assert_one_line_exit_2, run_cli
 
 SCREENSHOTS = REPO / "results"  # report-page.png and report-page-plots.png (docs/cost-and-reports.md)
@@ -103,7 +104,10 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
     assert cost and all(len(t["x"]) == len(t["y"]) > 0 and min(t["x"]) > 0 for t in cost)
     sweep = [t for t in figures["plot-sweep"]["data"] if t["name"].startswith("lenet x1 ·")]
     assert sweep and sweep[0]["x"] == [2, 4]
-    assert len(re.findall(r'<a href="[^"]*/result\.json">', first)) == 3  # the three run folders, linked
+    assert len(set(re.findall(r'<a href="([^"]*/result\.json)">', first))) == 3  # the three run folders, linked
+    steady = format_duration(record["train"]["steady_epoch_seconds"])  # each measured figure links to its record
+    assert re.search(r'<td title="mean [^"]*"><a href="[^"]*/vgg19/result\.json">' + re.escape(steady), first)
+    assert all(tag["link"].endswith("result.json") for tag in figures["plot-classify-epoch"]["tags"][0])
     published = [t for t in figures["plot-sweep"]["data"] if t["name"].endswith("(published)")]
     assert published and all(t["line"]["dash"] == "dash" for t in published)  # the LeaderGPU grid, beneath ours
     assert figures["plot-sweep"]["data"][-1]["name"].startswith("lenet x1 ·")
@@ -186,6 +190,10 @@ def test_the_page_in_headless_chromium_offline(page):
         driver.execute_script("document.getElementById('plot-classify-epoch').scrollIntoView()")
         driver.save_screenshot(str(SCREENSHOTS / "report-page-plots.png"))
         assert all((SCREENSHOTS / name).stat().st_size > 10_000 for name in ("report-page.png", "report-page-plots.png"))
+        # a click on a plot's point opens the record it came from
+        driver.execute_script("document.getElementById('plot-classify-epoch')"
+                              ".emit('plotly_click', {points: [{curveNumber: 0, pointNumber: 0}]})")
+        assert driver.current_url == (vgg19 / "result.json").resolve().as_uri()
     finally:
         driver.quit()
 

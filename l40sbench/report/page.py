@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from l40sbench.core.records import write_atomic
 from l40sbench.report.inputs import Loaded, machine_labels, precision
 from l40sbench.report.page_figures import figures
-from l40sbench.report.page_tables import Records, body_from_markdown
+from l40sbench.report.page_tables import Records, body_from_markdown, record_link
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -59,25 +58,29 @@ function filterTable(table,f){const heads=Array.from(table.tHead.rows[0].cells);
     tr.hidden=!(f.words.every(w=>text.includes(w))&&(!f.machine||has(machines,t=>t===f.machine))&&
       (!f.task||has(tasks,t=>t===f.task))&&(!f.model||has(models,t=>isModel(t,f.model)))&&
       (!f.precision||has(precisions,t=>t===f.precision)));}}
-function keep(tag,name,f){const text=(name+" "+Object.values(tag).join(" ")).toLowerCase();
+function keep(tag,name,f){const text=[name,tag.machine,tag.task,tag.model,tag.precision].join(" ").toLowerCase();
   return(!f.machine||!tag.machine||tag.machine===f.machine)&&(!f.task||!tag.task||tag.task===f.task)&&
     (!f.model||!tag.model||isModel(tag.model,f.model))&&(!f.precision||!tag.precision||tag.precision===f.precision)&&
     f.words.every(w=>text.includes(w));}
-function subset(trace,tags,f){const kept=tags.map((g,i)=>keep(g,trace.name||"",f)?i:-1).filter(i=>i>=0);
-  const out=Object.assign({},trace);
+function subset(trace,kept){const out=Object.assign({},trace);
   for(const k of ["x","y","customdata"])if(Array.isArray(trace[k]))out[k]=kept.map(i=>trace[k][i]);
   if(trace.error_y){out.error_y=Object.assign({},trace.error_y);
     for(const k of ["array","arrayminus"])out.error_y[k]=kept.map(i=>trace.error_y[k][i]);}
   return out;}
+const SHOWN={};
 function applyFilters(){const f=choice();
   document.querySelectorAll("section[data-task]").forEach(s=>{s.hidden=!!f.task&&!!s.dataset.task&&s.dataset.task!==f.task;});
   document.querySelectorAll("table.sortable").forEach(t=>filterTable(t,f));
   for(const [id,figure] of Object.entries(FIGURES)){
-    Plotly.react(id,figure.data.map((t,j)=>subset(t,figure.tags[j],f)),JSON.parse(JSON.stringify(figure.layout)),CONFIG);}}
+    const kept=figure.data.map((t,j)=>figure.tags[j].map((g,i)=>keep(g,t.name||"",f)?i:-1).filter(i=>i>=0));
+    SHOWN[id]=kept.map((indices,j)=>indices.map(i=>figure.tags[j][i]));
+    Plotly.react(id,figure.data.map((t,j)=>subset(t,kept[j])),JSON.parse(JSON.stringify(figure.layout)),CONFIG);}}
 document.querySelectorAll("table.sortable th").forEach(th=>th.addEventListener("click",()=>sortBy(th)));
 document.getElementById("filter").addEventListener("input",applyFilters);
 for(const id of ["machine","task","model","precision"])document.getElementById(id).addEventListener("change",applyFilters);
 applyFilters();
+for(const id of Object.keys(FIGURES))document.getElementById(id).on("plotly_click",e=>{const p=e.points[0];
+  const tag=(SHOWN[id][p.curveNumber]||[])[p.pointNumber];if(tag&&tag.link)window.location.href=tag.link;});
 """
 
 
@@ -142,12 +145,10 @@ def _filters(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
 def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str:
     rows = []
     for item, label in zip(loaded, labels):
-        path = Path(item.origin)
-        target = path / "result.json" if path.is_dir() else path
-        link = (f'<a href="{html.escape(os.path.relpath(target.resolve(), folder.resolve()))}">'
-                f"{html.escape(item.origin)}</a>" if target.is_file() else html.escape(item.origin))
+        link = record_link(item.origin, folder)
+        origin = f'<a href="{html.escape(link)}">{html.escape(item.origin)}</a>' if link else html.escape(item.origin)
         rows.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(item.record.get('task')))}</td>"
-                    f"<td>{html.escape(str(item.record.get('base')))}</td><td>{link}</td></tr>")
+                    f"<td>{html.escape(str(item.record.get('base')))}</td><td>{origin}</td></tr>")
     return ('<h2>Where each figure comes from</h2>\n<table class="sortable"><thead><tr><th>machine</th><th>task</th>'
             "<th>base</th><th>record</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
 
@@ -157,8 +158,8 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
     """Writes folder/index.html; returns its path."""
     from plotly.offline import get_plotlyjs
 
-    plots = figures(loaded, labels, priced, images, offers)
-    records = Records.of(loaded, labels)
+    plots = figures(loaded, labels, priced, images, offers, folder)
+    records = Records.of(loaded, labels, folder)
     title, _, rest = markdown.partition("\n") if markdown.startswith("# ") else ("", "", markdown)
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

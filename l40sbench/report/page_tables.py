@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,17 +26,28 @@ NO_INTERVAL = {True: "a published figure: no samples, so no interval",
                False: "no interval in this record (a run from before intervals were recorded)"}
 
 
+def record_link(origin: str, folder: Path) -> str:
+    """The result file a record was read from, relative to the page's folder; '' for a reference name."""
+    path = Path(origin)
+    target = path / "result.json" if path.is_dir() else path
+    return os.path.relpath(target.resolve(), folder.resolve()) if target.is_file() else ""
+
+
 @dataclass(frozen=True)
 class Records:
-    """The records behind the tables, by (machine label, row name), and the machine labels."""
+    """The records behind the tables, by (machine label, row name), their result files' links, and the machine
+    labels."""
 
     by_row: dict
+    links: dict
     labels: tuple[str, ...]
 
     @classmethod
-    def of(cls, loaded: Sequence[Loaded], labels: Sequence[str]) -> Records:
-        return cls({(label, row_name(item.record)): item.record for item, label in zip(loaded, labels)
-                    if item.record.get("base")}, tuple(dict.fromkeys(labels)))
+    def of(cls, loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> Records:
+        rows = [((label, row_name(item.record)), item) for item, label in zip(loaded, labels) if item.record.get("base")]
+        return cls({key: item.record for key, item in rows},
+                   {key: link for key, item in rows if (link := record_link(item.origin, folder))},
+                   tuple(dict.fromkeys(labels)))
 
 
 def inline(text: str) -> str:
@@ -95,7 +107,9 @@ def _cell(row: list[str], i: int, columns: list[tuple[str, str]], records: Recor
         titles.append(f"95 % interval of the mean: {row[i + 1]}")
     attributes = (f' class="{" ".join(dict.fromkeys(classes))}"' if classes else "") + (
         f' title="{html.escape(" · ".join(titles))}"' if titles else "")
-    return f"<td{attributes}>{inline(text)}</td>"
+    link = records.links.get((machine, row[0])) if record is not None else None
+    shown = f'<a href="{html.escape(link)}">{inline(text)}</a>' if link else inline(text)
+    return f"<td{attributes}>{shown}</td>"
 
 
 def table(lines: list[str], records: Records, letters: dict[str, str], task: str) -> str:
