@@ -106,7 +106,8 @@ def test_the_page_holds_both_machines_and_the_records_figures(page):
     assert sweep and sweep[0]["x"] == [2, 4]
     assert len(set(re.findall(r'<a href="([^"]*/result\.json)">', first))) == 3  # the three run folders, linked
     steady = format_duration(record["train"]["steady_epoch_seconds"])  # each measured figure links to its record
-    assert re.search(r'<td title="mean [^"]*"><a href="[^"]*/vgg19/result\.json">' + re.escape(steady), first)
+    # (the cell may also be marked unstable: the tiny run beside CI's other workers)
+    assert re.search(r'<td [^>]*title="[^"]*mean [^"]*"><a href="[^"]*/vgg19/result\.json">' + re.escape(steady), first)
     assert all(tag["link"].endswith("result.json") for tag in figures["plot-classify-epoch"]["tags"][0])
     published = [t for t in figures["plot-sweep"]["data"] if t["name"].endswith("(published)")]
     assert published and all(t["line"]["dash"] == "dash" for t in published)  # the LeaderGPU grid, beneath ours
