@@ -80,7 +80,7 @@ def _print_priced(rows, checked=(), figures=(), energy_price: float | None = Non
     body = []
     for index, row in enumerate(rows):
         cells = [row.model, f"{row.offer.devices}x", row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
-                 f"{cost.CURRENCY_SIGNS[row.offer.currency]}{row.offer.price:g}/{row.offer.per}",
+                 row.offer.rate,
                  cost.money(row.cost, row.offer.currency), row.rule]
         if checked:
             _, study_time, study_cost = checked[index]

@@ -254,7 +254,7 @@ def _cost_section(loaded: Sequence[Loaded], labels: Sequence[str], offers: Seque
         return ["## Cost", "", "No offers given: `report --catalog FILE` prices every images/s figure on the "
                 "offers that rent as many devices (see `cost --help`).", ""]
     body = [[row.model, label, row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
-             f"{cost.CURRENCY_SIGNS[row.offer.currency]}{row.offer.price:g}/{row.offer.per}",
+             row.offer.rate,
              cost.money(row.cost, row.offer.currency), row.rule] for label, row in priced]
     plots.cost_bars([(row.model, row.offer.name, row.cost, cost.CURRENCY_SIGNS[row.offer.currency])
                      for _, row in priced], images, out / "cost.png")

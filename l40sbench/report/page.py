@@ -88,11 +88,9 @@ PRECISIONS = ("float32", "tf32", "bfloat16", "float16")
 
 
 def _price(label: str, offers: Sequence) -> str:
-    """The catalog's offers that rent this machine (their machine name a part of its label, or none named)."""
-    from l40sbench.cost import CURRENCY_SIGNS
-
-    return "; ".join(f"{o.name}: {CURRENCY_SIGNS[o.currency]}{o.price:g}/{o.per} ({o.devices} device"
-                     f"{'s' if o.devices > 1 else ''})" for o in offers if o.machine.lower() in label.lower()) or "-"
+    """The catalog's offers that rent this machine, at any device count."""
+    return "; ".join(f"{o.name}: {o.rate} ({o.devices} device{'s' if o.devices > 1 else ''})"
+                     for o in offers if o.rents(label)) or "-"
 
 
 def _machines(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence = ()) -> str:

@@ -112,8 +112,7 @@ def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence
         curve = _accuracy_curve(item.record)
         if not curve:
             continue
-        figure = cost.Figure(label, 1.0, replicas(item.record))
-        mine = [o for o in offers if o.prices(figure, label)]
+        mine = [o for o in offers if o.rents(label, replicas(item.record))]
         priced_any |= bool(mine)
         for offer in mine or [None]:
             x = [cost.charge(s, offer)[1] for s, _ in curve] if offer else [s for s, _ in curve]
