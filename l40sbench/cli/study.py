@@ -199,11 +199,13 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
     inputs = [str(f) for f in folders if f.name.split("-", 1)[1] in records]
     references = (["l40s"] if plan.study in ("l40s", "all") else []) + (
         ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else [])
-    report = write_report(load_all(inputs + references), root / "report") if inputs else None
-    if report:
+    report = None
+    if inputs:
         from l40sbench.report.page import write_html
 
-        write_html(load_all(inputs + references), root / "report")
+        loaded = load_all(inputs + references)
+        report = write_report(loaded, root / "report")
+        write_html(loaded, root / "report")
     sweep_costs = summary.sweep_cost_rows(list(records.values()), price)
     spent = summary.cost_line(list(records.values()), price)
     verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else [])]
