@@ -68,18 +68,8 @@ class Offer:
 
     def rents(self, machine: str, devices: int | None = None) -> bool:
         """Whether this offer rents `machine` (the offer's machine a case-blind part of its label, or none
-        named), with `devices` devices where a count is given."""
+        named) with `devices` devices (a figure measured on that many; any count where None)."""
         return (devices is None or devices == self.devices) and self.machine.lower() in machine.lower()
-
-    def prices(self, figure: Figure, machine: str) -> bool:
-        """Whether this catalog offer applies to a figure measured on `machine`: the same device count,
-        and the offer's machine when it names one."""
-        return self.rents(machine, figure.devices)
-
-    @property
-    def rate(self) -> str:
-        """Its price as tables print it: "€0.11/minute"."""
-        return f"{CURRENCY_SIGNS[self.currency]}{self.price:g}/{self.per}"
 
 
 @dataclass(frozen=True)

@@ -76,11 +76,12 @@ def _energy_cells(row, figure, price_per_kwh: float) -> list[str]:
 def _print_priced(rows, checked=(), figures=(), energy_price: float | None = None) -> None:
     from l40sbench import cost
     from l40sbench.core.text import format_table
+    from l40sbench.report.cells import offer_rate
 
     body = []
     for index, row in enumerate(rows):
         cells = [row.model, f"{row.offer.devices}x", row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
-                 row.offer.rate,
+                 offer_rate(row.offer),
                  cost.money(row.cost, row.offer.currency), row.rule]
         if checked:
             _, study_time, study_cost = checked[index]
@@ -130,7 +131,7 @@ def run(args) -> int:
     if args.energy_price is not None and (args.results is None or args.energy_price < 0):
         raise UserError("--energy-price takes a price per kWh >= 0 and --results (the energy a run measured)")
     pairs = [(figure, offer) for figure, on in figures for offer in offers
-             if args.catalog is None or args.results is None or offer.prices(figure, on)]
+             if args.catalog is None or args.results is None or offer.rents(on, figure.devices)]
     try:
         rows = [cost.price(figure.label, args.images, figure.images_per_second, offer) for figure, offer in pairs]
     except ValueError as exc:

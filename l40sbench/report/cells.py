@@ -1,4 +1,5 @@
-"""The cells tables print: a number, a figure's 95 % interval, a p99 with the warning its sample count needs."""
+"""The cells tables print: a number, a figure's 95 % interval, an offer's price, a p99 with the warning its
+sample count needs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ def spread(block: dict | None) -> str:
         return "-"
     half = half_width_percent(block)
     return f"n {block['n']}, no interval" if half is None else f"± {half:.1f} % (n {block['n']})"
+
+
+def offer_rate(offer) -> str:
+    """An offer's price as tables print it: "€0.11/minute"."""
+    from l40sbench.cost import CURRENCY_SIGNS
+
+    return f"{CURRENCY_SIGNS[offer.currency]}{offer.price:g}/{offer.per}"
 
 
 def p99(inference: dict) -> str:

@@ -15,6 +15,7 @@ from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.core.text import format_duration, markdown_table
 from l40sbench.report import plots, series, tables
+from l40sbench.report.cells import offer_rate
 from l40sbench.report.inputs import Loaded, machine_labels, precision, row_name
 from l40sbench.report.scenario_tables import scenario_cells, scenario_title
 from l40sbench.report.tables import (
@@ -254,7 +255,7 @@ def _cost_section(loaded: Sequence[Loaded], labels: Sequence[str], offers: Seque
         return ["## Cost", "", "No offers given: `report --catalog FILE` prices every images/s figure on the "
                 "offers that rent as many devices (see `cost --help`).", ""]
     body = [[row.model, label, row.offer.name, f"{row.images:,}", cost.duration(row.seconds),
-             row.offer.rate,
+             offer_rate(row.offer),
              cost.money(row.cost, row.offer.currency), row.rule] for label, row in priced]
     plots.cost_bars([(row.model, row.offer.name, row.cost, cost.CURRENCY_SIGNS[row.offer.currency])
                      for _, row in priced], images, out / "cost.png")

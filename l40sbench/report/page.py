@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from l40sbench.core.records import write_atomic
+from l40sbench.report.cells import offer_rate
 from l40sbench.report.inputs import Loaded, machine_labels, precision
 from l40sbench.report.page_figures import figures
 from l40sbench.report.page_tables import Records, body_from_markdown, record_link
@@ -89,7 +90,7 @@ PRECISIONS = ("float32", "tf32", "bfloat16", "float16")
 
 def _price(label: str, offers: Sequence) -> str:
     """The catalog's offers that rent this machine, at any device count."""
-    return "; ".join(f"{o.name}: {o.rate} ({o.devices} device{'s' if o.devices > 1 else ''})"
+    return "; ".join(f"{o.name}: {offer_rate(o)} ({o.devices} device{'s' if o.devices > 1 else ''})"
                      for o in offers if o.rents(label)) or "-"
 
 
@@ -140,10 +141,10 @@ def _filters(loaded: Sequence[Loaded], labels: Sequence[str]) -> str:
             + _options("precision", precisions, "every precision") + "</div>")
 
 
-def _links(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> str:
+def _links(loaded: Sequence[Loaded], labels: Sequence[str], links: dict[str, str]) -> str:
     rows = []
     for item, label in zip(loaded, labels):
-        link = record_link(item.origin, folder)
+        link = links[item.origin]
         origin = f'<a href="{html.escape(link)}">{html.escape(item.origin)}</a>' if link else html.escape(item.origin)
         rows.append(f"<tr><td>{html.escape(label)}</td><td>{html.escape(str(item.record.get('task')))}</td>"
                     f"<td>{html.escape(str(item.record.get('base')))}</td><td>{origin}</td></tr>")
@@ -156,8 +157,9 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
     """Writes folder/index.html; returns its path."""
     from plotly.offline import get_plotlyjs
 
-    plots = figures(loaded, labels, priced, images, offers, folder)
-    records = Records.of(loaded, labels, folder)
+    links = {item.origin: record_link(item.origin, folder) for item in loaded}  # '' for a reference name
+    plots = figures(loaded, labels, priced, images, offers, links)
+    records = Records.of(loaded, labels, links)
     title, _, rest = markdown.partition("\n") if markdown.startswith("# ") else ("", "", markdown)
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -169,7 +171,7 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
         body_from_markdown(rest, folder, records),
         "<h2>Interactive plots</h2>" if plots else "",
         "\n".join(f'<div class="plot" id="{name}"></div>' for name in plots),
-        _links(loaded, labels, folder),
+        _links(loaded, labels, links),
         '<script type="application/json" id="figures">'
         + json.dumps(plots, sort_keys=True).replace("</", "<\\/") + "</script>",
         f"<script>{SCRIPT}</script>", "</body></html>", ""])

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 from l40sbench.report.inputs import Loaded, precision
-from l40sbench.report.page_tables import record_link
 from l40sbench.report.tables import wall_epoch_seconds
 
 PUBLISHED = " (published)"
@@ -36,10 +34,10 @@ class Point:
     tag: Tag
 
 
-def _tag(label: str, item: Loaded, folder: Path | None, model: str | None = None) -> Tag:
+def _tag(label: str, item: Loaded, links: dict[str, str], model: str | None = None) -> Tag:
     record = item.record
     return Tag(label, record.get("task") or "", model or record.get("base") or "", precision(record) or "",
-               record_link(item.origin, folder) if folder else "")
+               links.get(item.origin, ""))
 
 
 def _figure(traces: list[tuple[dict, list[Tag]]], layout: dict) -> dict:
@@ -100,7 +98,7 @@ def _accuracy_curve(record: dict) -> list[tuple[float, float]]:
     return [(train["wall_seconds"], final)] if final is not None and train.get("wall_seconds") else []
 
 
-def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, folder: Path | None = None
+def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, links: dict[str, str]
                      ) -> dict | None:
     """Test accuracy against what the training cost on each offer that rents that machine (its device count,
     its machine name); against training time where no offer prices a run."""
@@ -121,7 +119,7 @@ def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence
                      "name": f"{item.record['base']} · {label}" + (f" · {offer.name}" if offer else ""),
                      "customdata": [unit] * len(curve),
                      "hovertemplate": "%{x:.4g} %{customdata}: %{y:.4f}<extra>%{fullData.name}</extra>"}
-            traces.append((trace, [_tag(label, item, folder)] * len(curve)))
+            traces.append((trace, [_tag(label, item, links)] * len(curve)))
     if not traces:
         return None
     metric = METRICS[task][1]
@@ -132,7 +130,7 @@ def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence
                             "xaxis": {"title": {"text": x_title}}, "yaxis": {"title": {"text": metric}}})
 
 
-def _task_figures(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, folder: Path | None
+def _task_figures(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, links: dict[str, str]
                   ) -> dict[str, dict]:
     out = {}
     epochs = []
@@ -143,24 +141,24 @@ def _task_figures(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, f
         if value:
             epochs.append(Point(label, item.record["base"], value,
                                 _ci(train.get("steady_epoch_interval"), steady) if steady else None, item.origin,
-                                _tag(label, item, folder)))
+                                _tag(label, item, links)))
     if epochs:
         out[f"plot-{task}-epoch"] = _bars(epochs, f"{task}: time per epoch, s (steady epochs with their 95 % "
                                                   "interval; published rows: wall / epochs)", "seconds")
     latency = [Point(label, item.record["base"], inf["mean_ms"], _ci(inf.get("interval_ms"), inf["mean_ms"]),
-                     item.origin, _tag(label, item, folder))
+                     item.origin, _tag(label, item, links))
                for label, item in runs if (inf := item.record.get("inference") or {}).get("mean_ms")]
     if latency:
         out[f"plot-{task}-latency"] = _bars(latency, f"{task}: inference, ms/image (95 % interval)", "ms")
-    accuracy = cost_to_accuracy(task, runs, offers, folder)
+    accuracy = cost_to_accuracy(task, runs, offers, links)
     if accuracy:
         out[f"plot-{task}-cost-accuracy"] = accuracy
     return out
 
 
-def _first_step(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path | None) -> dict | None:
+def _first_step(loaded: Sequence[Loaded], labels: Sequence[str], links: dict[str, str]) -> dict | None:
     first = [(f"{item.record.get('task')} {item.record.get('base')} · {label}", item.record["time_to_first_step"],
-              _tag(label, item, folder)) for item, label in zip(loaded, labels)
+              _tag(label, item, links)) for item, label in zip(loaded, labels)
              if (item.record.get("time_to_first_step") or {}).get("parts_seconds")]
     if not first:
         return None
@@ -173,7 +171,7 @@ def _first_step(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path | 
                     "margin": {"l": 260}, "xaxis": {"title": {"text": "seconds"}}})
 
 
-def _sweep(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path | None) -> dict | None:
+def _sweep(loaded: Sequence[Loaded], labels: Sequence[str], links: dict[str, str]) -> dict | None:
     """The LeaderGPU grid: images/s against batch per model and device count, published lines dashed beneath."""
     grid = []
     for item, label in sorted(zip(loaded, labels), key=lambda pair: not pair[0].record.get("source")):
@@ -194,7 +192,7 @@ def _sweep(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path | None)
                      "hovertemplate": "batch %{x}: %{y:.4g} images/s<br>%{customdata}<extra>%{fullData.name}</extra>"}
             if published:
                 trace["line"], trace["marker"], trace["opacity"] = {"dash": "dash"}, {"symbol": "circle-open"}, 0.6
-            grid.append((trace, [replace(_tag(label, item, folder, model), precision=kind)] * len(points)))
+            grid.append((trace, [replace(_tag(label, item, links, model), precision=kind)] * len(points)))
     if not grid:
         return None
     return _figure(grid, {"title": {"text": "images/s against batch size, per model and device count (dashed, open: "
@@ -204,15 +202,16 @@ def _sweep(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path | None)
 
 
 def figures(loaded: Sequence[Loaded], labels: Sequence[str], priced: Sequence = (), images: int = 0,
-            offers: Sequence = (), folder: Path | None = None) -> dict[str, dict]:
+            offers: Sequence = (), links: dict[str, str] | None = None) -> dict[str, dict]:
     """The page's plots, by the id of the element each is drawn in: {"data", "layout", "tags"} (a Tag per point
-    of each trace, for the filters and the link to its record, relative to `folder`)."""
+    of each trace, for the filters and the link to its record: `links`, by the records' origins)."""
+    links = links or {}
     out = {"plot-cost": _cost(priced, images)} if priced else {}
     for task in ("classify", "detect"):
         runs = [(label, item) for item, label in zip(loaded, labels) if item.record.get("task") == task]
-        out |= _task_figures(task, runs, offers, folder)
-    for name, figure in (("plot-first-step", _first_step(loaded, labels, folder)),
-                         ("plot-sweep", _sweep(loaded, labels, folder))):
+        out |= _task_figures(task, runs, offers, links)
+    for name, figure in (("plot-first-step", _first_step(loaded, labels, links)),
+                         ("plot-sweep", _sweep(loaded, labels, links))):
         if figure:
             out[name] = figure
     return out

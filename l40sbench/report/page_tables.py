@@ -35,19 +35,17 @@ def record_link(origin: str, folder: Path) -> str:
 
 @dataclass(frozen=True)
 class Records:
-    """The records behind the tables, by (machine label, row name), their result files' links, and the machine
-    labels."""
+    """The records behind the tables, by (machine label, row name); their result files' links, by origin; and
+    the machine labels."""
 
-    by_row: dict
-    links: dict
+    by_row: dict[tuple[str, str], Loaded]
+    links: dict[str, str]
     labels: tuple[str, ...]
 
     @classmethod
-    def of(cls, loaded: Sequence[Loaded], labels: Sequence[str], folder: Path) -> Records:
-        rows = [((label, row_name(item.record)), item) for item, label in zip(loaded, labels) if item.record.get("base")]
-        return cls({key: item.record for key, item in rows},
-                   {key: link for key, item in rows if (link := record_link(item.origin, folder))},
-                   tuple(dict.fromkeys(labels)))
+    def of(cls, loaded: Sequence[Loaded], labels: Sequence[str], links: dict[str, str]) -> Records:
+        return cls({(label, row_name(item.record)): item for item, label in zip(loaded, labels)
+                    if item.record.get("base")}, links, tuple(dict.fromkeys(labels)))
 
 
 def inline(text: str) -> str:
@@ -96,7 +94,8 @@ def _cell(row: list[str], i: int, columns: list[tuple[str, str]], records: Recor
         classes.append("unstable")
     elif "WORSE" in text:
         classes.append("worse")
-    record = records.by_row.get((machine, row[0])) if machine and text != "-" else None
+    item = records.by_row.get((machine, row[0])) if machine and text != "-" else None
+    record = item.record if item is not None else None
     if record is not None and unstable(record):
         classes.append("unstable")
         titles.append("unstable run: " + "; ".join(record["stability"].get("reasons") or ()))
@@ -107,7 +106,7 @@ def _cell(row: list[str], i: int, columns: list[tuple[str, str]], records: Recor
         titles.append(f"95 % interval of the mean: {row[i + 1]}")
     attributes = (f' class="{" ".join(dict.fromkeys(classes))}"' if classes else "") + (
         f' title="{html.escape(" · ".join(titles))}"' if titles else "")
-    link = records.links.get((machine, row[0])) if record is not None else None
+    link = records.links.get(item.origin) if item is not None else None
     shown = f'<a href="{html.escape(link)}">{inline(text)}</a>' if link else inline(text)
     return f"<td{attributes}>{shown}</td>"
 

@@ -133,6 +133,6 @@ def priced(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence[cos
     for item, label in zip(loaded, labels):
         for figure in cost.throughputs(item.record):
             for offer in offers:
-                if offer.prices(figure, label):
+                if offer.rents(label, figure.devices):
                     rows.append((label, cost.price(figure.label, images, figure.images_per_second, offer)))
     return rows, notes
