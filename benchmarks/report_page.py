@@ -19,18 +19,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-
-def calibration_gflops(size: int = 1024) -> float:
-    import numpy as np
-
-    a = np.random.default_rng(0).random((size, size), dtype=np.float32)
-    best = float("inf")
-    for _ in range(5):
-        started = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - started)
-    return 2 * size**3 / best / 1e9
+from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402  (the GPU run's host calibration, the same figure)
 
 
 def main() -> int:
@@ -38,7 +29,7 @@ def main() -> int:
     parser.add_argument("inputs", nargs="+", help="what `report` reads")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print(f"calibration: NumPy float32 1024 matmul {calibration_gflops():.1f} GFLOP/s")
+    print(f"calibration: NumPy float32 1024 matmul {host_matmul_gflops():.1f} GFLOP/s")
     walls: dict[str, list[float]] = {"markdown": [], "with --html": []}
     size = None
     with tempfile.TemporaryDirectory() as scratch:
@@ -55,7 +46,7 @@ def main() -> int:
     medians = {k: statistics.median(v) for k, v in walls.items()}
     print(f"medians: markdown {medians['markdown']:.2f} s, with --html {medians['with --html']:.2f} s "
           f"(the page: +{medians['with --html'] - medians['markdown']:.2f} s); index.html {size / 2**20:.2f} MiB")
-    print(f"calibration: NumPy float32 1024 matmul {calibration_gflops():.1f} GFLOP/s")
+    print(f"calibration: NumPy float32 1024 matmul {host_matmul_gflops():.1f} GFLOP/s")
     return 0
 
 
