@@ -79,11 +79,11 @@ def gpu_run(tmp_path_factory):
                     "--disable-pip-version-check", "-d", str(wheels), *pins], check=True, timeout=300)
     # KERAS_BACKEND unset, as on the GPU machine: the script must choose the backend before keras is imported
     env = {key: value for key, value in {**_without_tensorflow(root), "GPU_RUN_TINY": "1", "WHEELS": str(wheels),
-                                         "WORK_DIR": str(work), "PYTHON": sys.executable, "TOTAL_S": "600"}.items()
+                                         "WORK_DIR": str(work), "PYTHON": sys.executable, "TOTAL_S": "900"}.items()
            if key != "KERAS_BACKEND"}
     started = time.perf_counter()
     result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
-                            text=True, env=env, timeout=900)
+                            text=True, env=env, timeout=1100)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return out, work, result, time.perf_counter() - started
 
@@ -239,7 +239,7 @@ def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
     assert any("the traced jaxpr" in line for line in seen["FLOP counts"])
     assert any("windows of" in line for line in seen["sweep step windows"])
     assert all(line.startswith("study-jax/") for line in seen["energy per image"])
-    assert wall < 600
+    assert wall < 900  # TOTAL_S: the command keeps its deadline
 
 
 @pytest.mark.parametrize("args, env, fragment", [
