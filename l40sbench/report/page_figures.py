@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-from l40sbench.report.inputs import Loaded, precision
+from l40sbench.report.inputs import Loaded, precision, replicas
 from l40sbench.report.tables import wall_epoch_seconds
 
 PUBLISHED = " (published)"
@@ -26,7 +26,8 @@ class Tag:
 
 @dataclass(frozen=True)
 class Point:
-    machine: str
+    """A bar: its x (the base), its value and error bars, the origin its hover names, its tag (its machine)."""
+
     x: object
     y: float
     errors: list[float] | None
@@ -55,8 +56,8 @@ def _ci(interval: dict | None, value: float | None) -> list[float] | None:
 def _bars(points: list[Point], title: str, y: str) -> dict:
     """Grouped bars, one trace per machine."""
     traces = []
-    for machine in dict.fromkeys(p.machine for p in points):
-        mine = [p for p in points if p.machine == machine]
+    for machine in dict.fromkeys(p.tag.machine for p in points):
+        mine = [p for p in points if p.tag.machine == machine]
         trace = {"type": "bar", "name": machine, "meta": machine, "x": [p.x for p in mine], "y": [p.y for p in mine],
                  "customdata": [p.origin for p in mine],
                  "hovertemplate": "%{x}: %{y:.4g}<br>%{customdata}<extra>%{meta}</extra>"}
@@ -103,7 +104,6 @@ def cost_to_accuracy(task: str, runs: list[tuple[str, Loaded]], offers: Sequence
     """Test accuracy against what the training cost on each offer that rents that machine (its device count,
     its machine name); against training time where no offer prices a run."""
     from l40sbench import cost
-    from l40sbench.report.inputs import replicas
 
     traces, priced_any = [], False
     for label, item in runs:
@@ -139,13 +139,13 @@ def _task_figures(task: str, runs: list[tuple[str, Loaded]], offers: Sequence, l
         steady = train.get("steady_epoch_seconds")
         value = steady if steady else wall_epoch_seconds(train) if train.get("epochs") else None
         if value:
-            epochs.append(Point(label, item.record["base"], value,
+            epochs.append(Point(item.record["base"], value,
                                 _ci(train.get("steady_epoch_interval"), steady) if steady else None, item.origin,
                                 _tag(label, item, links)))
     if epochs:
         out[f"plot-{task}-epoch"] = _bars(epochs, f"{task}: time per epoch, s (steady epochs with their 95 % "
                                                   "interval; published rows: wall / epochs)", "seconds")
-    latency = [Point(label, item.record["base"], inf["mean_ms"], _ci(inf.get("interval_ms"), inf["mean_ms"]),
+    latency = [Point(item.record["base"], inf["mean_ms"], _ci(inf.get("interval_ms"), inf["mean_ms"]),
                      item.origin, _tag(label, item, links))
                for label, item in runs if (inf := item.record.get("inference") or {}).get("mean_ms")]
     if latency:
