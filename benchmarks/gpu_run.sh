@@ -115,8 +115,9 @@ for b in "${backends[@]}"; do
     --out "$work/peer/keras-$b.json" --deadline-s $((share - 20)) "${peer_args[@]}"
 done
 
-# A study's default share: 140 s on jax, 100 s on torch; 420 s in the rehearsal, whose quick study takes about
-# a minute on an idle 2-core host and was stopped at 140 s on a busy CI host (issue 42's CI failure, stop 45).
+# A study's default share: 140 s on jax, 100 s on torch. The rehearsal's is 420 s: its quick study takes about a
+# minute on an idle 2-core host, 102 s beside three busy processes, and more than 140 s (the GPU run's share,
+# which stopped it while it wrote its report) beside the test suite's other workers on a slow host.
 study_s() { if [ -n "$tiny" ]; then echo 420; elif [ "$1" = jax ]; then echo 140; else echo 100; fi; }
 for b in "${backends[@]}"; do
   [[ "$parts_wanted" == *" studies "* ]] || break
