@@ -1,6 +1,7 @@
 """Telemetry: the sampling, the energy arithmetic (counter wrap, power integration), NVML through a stand-in
 module, RAPL on a powercap tree written in a temporary folder; the real NVML path where a GPU is present."""
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -107,7 +108,7 @@ def _gpu(index, uuid=None):
     return Device("GPU", f"cuda:{index}", index, "NVIDIA H200", uuid=uuid)
 
 
-def _phases(found, proc, pids=()):
+def _phases(found, proc, pids=(), clock=time.perf_counter):
     """Phases over a quiet /proc of its own (a folder holding `pids`): the other workers of a parallel test
     session must not be this test's neighbours."""
     from l40sbench.core.neighbours import Watch
@@ -116,7 +117,21 @@ def _phases(found, proc, pids=()):
     proc.mkdir(exist_ok=True)
     for pid in pids:
         (proc / str(pid)).mkdir()
-    return Phases(found, watch=Watch(found[0].processes if found[0] else None, root=proc, cores=2, me=0))
+    return Phases(found, clock=clock, watch=Watch(found[0].processes if found[0] else None, root=proc, cores=2, me=0))
+
+
+def _hundred_watts():
+    """A stand-in device drawing 100 W whose counter is read at the very instant the sampler stamps the reading
+    (the sampler calls the clock, then the source, on its own thread): (its Source, the clock for Phases). A
+    counter read from its own clock call lagged its stamp by the thread's scheduling on a busy host (0.4 ms,
+    0.04 J: a CI failure), which is the host's noise and not what these tests check, the windows' arithmetic."""
+    stamped = threading.local()
+
+    def clock() -> float:
+        stamped.at = time.perf_counter()
+        return stamped.at
+
+    return Source("stand-in", lambda: {"power_w": 100.0, "energy_j": 100.0 * stamped.at}), clock
 
 
 def test_nvml_reads_only_the_boards_the_run_uses_by_the_drivers_uuid():
@@ -317,8 +332,8 @@ def test_inference_energy_counts_the_timed_calls_alone_at_the_probes_own_instant
     from l40sbench.core.timing import recorded_calls, time_calls
     from l40sbench.harness.run import split_inference
 
-    source = Source("stand-in", lambda: {"power_w": 100.0, "energy_j": 100.0 * time.perf_counter()})
-    phases = _phases((source, ""), tmp_path / "proc")
+    source, clock = _hundred_watts()
+    phases = _phases((source, ""), tmp_path / "proc", clock=clock)
     with phases.phase("inference") as done, recorded_calls() as calls:
         seconds = []
         for duration in [0.3] + [0.05] * 8:
@@ -335,7 +350,7 @@ def test_inference_energy_counts_the_timed_calls_alone_at_the_probes_own_instant
     assert summaries["inference"]["j_per_image"] == pytest.approx(100.0 * timed / 8, rel=1e-3)
     assert summaries["inference warm-up"]["energy_j"] == pytest.approx(100.0 * seconds[0], rel=1e-3)
     assert summaries["inference between timed calls"]["energy_j"] == pytest.approx(100.0 * 0.1 * 9, rel=0.2)
-    untouched = _phases((source, ""), tmp_path / "proc")
+    untouched = _phases((source, ""), tmp_path / "proc", clock=clock)
     with untouched.phase("inference"):
         time.sleep(0.2)
     split_inference(untouched, [], Probe(inference, {}), None)  # calls not recorded: the phase stays whole
@@ -348,8 +363,8 @@ def test_training_energy_is_the_steady_epochs_at_the_epoch_clocks_instants(tmp_p
     from l40sbench.core.timing import EpochClock
     from l40sbench.harness.run import split_training
 
-    source = Source("stand-in", lambda: {"power_w": 100.0, "energy_j": 100.0 * time.perf_counter()})
-    phases = _phases((source, ""), tmp_path / "proc")
+    source, stamp = _hundred_watts()
+    phases = _phases((source, ""), tmp_path / "proc", clock=stamp)
     clock = EpochClock()
     with phases.phase("training"):
         for seconds in (0.3, 0.1, 0.1):
