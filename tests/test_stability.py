@@ -63,14 +63,20 @@ def test_dispersion_is_robust_to_one_outlier():
     assert got["verdict"] == UNSTABLE and "dispersed" in got["reasons"][0]
 
 
+class FakeClock:
+    """A clock that moves only when the fake matmul (or a sleep) moves it."""
+
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def test_burst_rate_on_a_fake_clock():
-    class Clock:
-        now = 0.0
-
-        def __call__(self):
-            return self.now
-
-    clock = Clock()
+    clock = FakeClock()
 
     def call():
         clock.now += 0.01  # 2 x 100^3 flop in 10 ms: 0.2 GFLOP/s
@@ -79,6 +85,26 @@ def test_burst_rate_on_a_fake_clock():
     assert got.gflops == np.float64(0.2) or abs(got.gflops - 0.2) < 1e-9
     assert len(got.samples_gflops) == 3 and got.moment == "start"
     assert got.form == "3 samples of 50 ms, 0.1 s apart"
+
+
+def test_the_warm_up_outlasts_a_fresh_process_at_half_speed_and_is_named():
+    """A fresh process's matmul at half speed for its first 0.9 s (as on a CI host): a burst from its start reads
+    the half in every sample; after the start burst's warm-up it reads the machine, and its form says so."""
+    from l40sbench.peak.burst import START_WARM_SECONDS
+
+    def fresh(warm_seconds: float):
+        clock = FakeClock()
+
+        def call():
+            clock.now += 0.02 if clock.now < 0.9 else 0.01  # 0.1 then 0.2 GFLOP/s at n=100
+
+        return burst(call, 100, "start", warm_seconds=warm_seconds, clock=clock, sleep=clock.sleep)
+
+    cold, warm = fresh(0.0), fresh(START_WARM_SECONDS)
+    assert cold.gflops < 0.11 and cold.warm_seconds == 0
+    assert abs(warm.gflops - 0.2) < 1e-9 and min(warm.samples_gflops) > 0.19
+    assert warm.form == f"6 samples of 30 ms, 0.1 s apart, after {START_WARM_SECONDS:g} s of back-to-back calls"
+    assert warm.seconds >= START_WARM_SECONDS and warm.warm_seconds == START_WARM_SECONDS
 
 
 def test_on_a_gpu_the_guard_bursts_back_to_back_for_half_a_second_and_says_so(monkeypatch):

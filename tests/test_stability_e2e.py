@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from l40sbench.peak.burst import START_WARM_SECONDS
 from tests.conftest import REPO, run_cli
 from tests.test_compare import scaled
 
@@ -83,6 +84,8 @@ def test_quiet_runs_are_stable_and_say_so(runs):
         assert stability["verdict"] == "stable", (name, stability["reasons"])
         assert [b["moment"] for b in stability["speed"]["bursts"]] == ["start", "after training", "end"]
         assert all(b["gflops"] > 0 and b["seconds"] < 5 for b in stability["speed"]["bursts"])
+        # the start burst follows back-to-back calls, as the other two follow the run's work
+        assert [b["warm_seconds"] for b in stability["speed"]["bursts"]] == [START_WARM_SECONDS, 0, 0]
         assert record["_stdout"].strip().splitlines()[-1].startswith("stability: stable (the matmul rate held")
         neighbours = record["telemetry"]["neighbours"]
         assert set(neighbours) == {"training", "inference"}  # every phase: its steal share and who else ran

@@ -22,13 +22,20 @@ BURST_SIZE = {"CPU": 1024, "GPU": 8192}
 # (NVML refreshes power every 20-100 ms; a board's power controller acts within a few hundred ms).
 GPU_BURST = {"samples": 6, "sample_seconds": 0.1, "gap_seconds": 0.0}
 CPU_BURST = {"samples": BURST_SAMPLES, "sample_seconds": BURST_SAMPLE_SECONDS, "gap_seconds": BURST_GAP_SECONDS}
+# The run's start burst follows the process's single-threaded start (imports, the model's build) where the other
+# two follow seconds of work. A fresh process's matmul on these VMs can run at half speed for its first 0.7 s or
+# more (benchmarks/fresh_process_ramp.py; docs/PERFORMANCE.md "The stability guard"): a start burst taken
+# there read 82-103 against 185-214 GFLOP/s later in five of seven runs on a CI host. So the start burst
+# follows this much of back-to-back calls, as the others follow the run's work.
+START_WARM_SECONDS = 1.5
 
 
-def form(settings: dict) -> str:
+def form(settings: dict, warm_seconds: float = 0.0) -> str:
     """How a burst ran, in words, for the record."""
     spread = (f"{settings['gap_seconds']:g} s apart" if settings["gap_seconds"]
               else "back to back")
-    return f"{settings['samples']} samples of {1000 * settings['sample_seconds']:.0f} ms, {spread}"
+    warmed = f", after {warm_seconds:g} s of back-to-back calls" if warm_seconds else ""
+    return f"{settings['samples']} samples of {1000 * settings['sample_seconds']:.0f} ms, {spread}{warmed}"
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,8 @@ class Burst:
 
     The best, as the peak takes it: a neighbour's moment on a shared host only slows a sample, so the best is
     the machine's speed now, and a load that lasts (a throttled device, a busy core) slows every sample.
-    `seconds` is the burst's wall time, its pauses included; the device was busy for a third of it.
+    `seconds` is the burst's wall time, its pauses and warm-up included; the device was busy for a third of
+    its samples' time. `warm_seconds`: the back-to-back calls before the samples (0: one warm call only).
     """
 
     moment: str
@@ -46,6 +54,7 @@ class Burst:
     matmul_n: int
     seconds: float
     form: str = ""
+    warm_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,12 +76,17 @@ def _fill(call: Callable[[], object], wanted: float, one: float, clock: Clock, s
 
 def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BURST_SAMPLES,
           sample_seconds: float = BURST_SAMPLE_SECONDS, gap_seconds: float = BURST_GAP_SECONDS,
-          clock: Clock = time.perf_counter, sync: Sync = no_sync, sleep: Callable[[float], None] = time.sleep) -> Burst:
+          warm_seconds: float = 0.0, clock: Clock = time.perf_counter, sync: Sync = no_sync,
+          sleep: Callable[[float], None] = time.sleep) -> Burst:
     """Times `samples` samples of back-to-back calls of one compiled [n, n] float32 matmul, each at least
-    `sample_seconds` long, `gap_seconds` apart, after one warm call and one timed call that sizes the batches."""
+    `sample_seconds` long, `gap_seconds` apart, after one warm call, `warm_seconds` of back-to-back calls and
+    one timed call that sizes the batches."""
     started = clock()
     call()
     (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
+    if warm_seconds > 0:
+        _fill(call, warm_seconds, one, clock, sync)
+        (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
     rates = []
     for index in range(samples):
         if index and gap_seconds:
@@ -80,7 +94,8 @@ def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BUR
         calls, seconds = _fill(call, sample_seconds, one, clock, sync)
         rates.append(matmul_flop(n) * calls / seconds / 1e9)
     return Burst(moment, max(rates), tuple(rates), n, clock() - started,
-                 form({"samples": samples, "sample_seconds": sample_seconds, "gap_seconds": gap_seconds}))
+                 form({"samples": samples, "sample_seconds": sample_seconds, "gap_seconds": gap_seconds},
+                      warm_seconds), warm_seconds)
 
 
 class Guard:
@@ -97,11 +112,13 @@ class Guard:
         self._call: Callable[[], object] | None = None
         self.bursts: list[Burst] = []
 
-    def check(self, moment: str) -> Burst:
+    def check(self, moment: str, warm_seconds: float = 0.0) -> Burst:
+        """One burst now, after `warm_seconds` of back-to-back calls (START_WARM_SECONDS for a run's start)."""
         if self._call is None:
             with self._kernels.precision_mode(self._kind, "float32"):
                 self._call = self._kernels.matmul("float32")(self.n)
         with self._kernels.precision_mode(self._kind, "float32"):
-            measured = burst(self._call, self.n, moment, sync=self._sync, **self.settings)
+            measured = burst(self._call, self.n, moment, sync=self._sync, warm_seconds=warm_seconds,
+                             **self.settings)
         self.bursts.append(measured)
         return measured
