@@ -87,24 +87,34 @@ def test_burst_rate_on_a_fake_clock():
     assert got.form == "3 samples of 50 ms, 0.1 s apart"
 
 
-def test_the_warm_up_outlasts_a_fresh_process_at_half_speed_and_is_named():
+def test_the_warm_up_outlasts_a_fresh_process_at_half_speed_and_ends_once_the_machine_reads_its_speed():
     """A fresh process's matmul at half speed for its first 0.9 s (as on a CI host): a burst from its start reads
-    the half in every sample; after the start burst's warm-up it reads the machine, and its form says so."""
-    from l40sbench.peak.burst import START_WARM_SECONDS
+    the half in every sample; the start's warm-up lasts until a sample reads 0.8 of the peak at this size (or
+    1.5 s without a peak), the burst then reads the machine, and its form says how long it warmed."""
+    from l40sbench.peak.burst import START_WARM_SECONDS, warm_target
 
-    def fresh(warm_seconds: float):
+    def fresh(slow_s: float, **warm):
         clock = FakeClock()
 
         def call():
-            clock.now += 0.02 if clock.now < 0.9 else 0.01  # 0.1 then 0.2 GFLOP/s at n=100
+            clock.now += 0.02 if clock.now < slow_s else 0.01  # 0.1 then 0.2 GFLOP/s at n=100
 
-        return burst(call, 100, "start", warm_seconds=warm_seconds, clock=clock, sleep=clock.sleep)
+        return burst(call, 100, "start", clock=clock, sleep=clock.sleep, **warm)
 
-    cold, warm = fresh(0.0), fresh(START_WARM_SECONDS)
-    assert cold.gflops < 0.11 and cold.warm_seconds == 0
-    assert abs(warm.gflops - 0.2) < 1e-9 and min(warm.samples_gflops) > 0.19
-    assert warm.form == f"6 samples of 30 ms, 0.1 s apart, after {START_WARM_SECONDS:g} s of back-to-back calls"
-    assert warm.seconds >= START_WARM_SECONDS and warm.warm_seconds == START_WARM_SECONDS
+    target = warm_target({"matmul": {"float32": {"gflops": 0.25, "gflops_by_size": {"100": 0.2}}}}, 100)
+    assert abs(target - 0.16) < 1e-12
+    cold = fresh(0.9)
+    until, capped = (fresh(0.9, warm_seconds=START_WARM_SECONDS, warm_target_gflops=target),
+                     fresh(0.9, warm_seconds=START_WARM_SECONDS))
+    assert cold.gflops < 0.11 and cold.warm_seconds == 0 and cold.warm_target_gflops is None
+    for warm in (until, capped):
+        assert abs(warm.gflops - 0.2) < 1e-9 and min(warm.samples_gflops) > 0.19, warm
+        assert warm.form == f"6 samples of 30 ms, 0.1 s apart, after {warm.warm_seconds:.2f} s of back-to-back calls"
+    assert 0.85 <= until.warm_seconds <= 1.0 and until.warm_target_gflops == target  # the half, then one sample
+    assert START_WARM_SECONDS <= capped.warm_seconds < START_WARM_SECONDS + 0.1
+    quick = fresh(0.0, warm_seconds=START_WARM_SECONDS, warm_target_gflops=target)  # at speed from the start
+    assert quick.warm_seconds < 0.1 and abs(quick.gflops - 0.2) < 1e-9
+    assert warm_target(None, 100) is None and abs(warm_target({"matmul": {"float32": {"gflops": 1.0}}}, 100) - 0.8) < 1e-12
 
 
 def test_on_a_gpu_the_guard_bursts_back_to_back_for_half_a_second_and_says_so(monkeypatch):

@@ -84,8 +84,10 @@ def test_quiet_runs_are_stable_and_say_so(runs):
         assert stability["verdict"] == "stable", (name, stability["reasons"])
         assert [b["moment"] for b in stability["speed"]["bursts"]] == ["start", "after training", "end"]
         assert all(b["gflops"] > 0 and b["seconds"] < 5 for b in stability["speed"]["bursts"])
-        # the start burst follows back-to-back calls, as the other two follow the run's work
-        assert [b["warm_seconds"] for b in stability["speed"]["bursts"]] == [START_WARM_SECONDS, 0, 0]
+        # the start burst follows back-to-back calls until the machine reads its speed, as the others follow work
+        start, *later = stability["speed"]["bursts"]
+        assert 0 < start["warm_seconds"] < START_WARM_SECONDS + 0.5 and start["warm_target_gflops"] > 0
+        assert all(b["warm_seconds"] == 0 and b["warm_target_gflops"] is None for b in later)
         assert record["_stdout"].strip().splitlines()[-1].startswith("stability: stable (the matmul rate held")
         neighbours = record["telemetry"]["neighbours"]
         assert set(neighbours) == {"training", "inference"}  # every phase: its steal share and who else ran

@@ -24,7 +24,7 @@ from l40sbench.core.timing import EpochClock, Stopwatch, recorded_calls
 from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
-from l40sbench.peak.burst import START_WARM_SECONDS, Guard
+from l40sbench.peak.burst import START_WARM_SECONDS, Guard, warm_target
 from l40sbench.peak.measure import measure_env
 
 
@@ -125,7 +125,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     env = {**env_mod.fingerprint(backends.facts()), **power,
            "peak": measure_env(sync=sync, log=log, backend=config.backend)}
     guard = Guard(config.backend, sync)
-    guard.check("start", warm_seconds=START_WARM_SECONDS)
+    guard.check("start", START_WARM_SECONDS, warm_target(env["peak"], guard.n))
     startup.mark("env, peak and the stability guard")
     clock = EpochClock(sync=sync)
     wall = Stopwatch()

@@ -26,15 +26,27 @@ CPU_BURST = {"samples": BURST_SAMPLES, "sample_seconds": BURST_SAMPLE_SECONDS, "
 # two follow seconds of work. A fresh process's matmul on these VMs can run at half speed for its first 0.7 s or
 # more (benchmarks/fresh_process_ramp.py; docs/PERFORMANCE.md "The stability guard"): a start burst taken
 # there read 82-103 against 185-214 GFLOP/s later in five of seven runs on a CI host. So the start burst
-# follows this much of back-to-back calls, as the others follow the run's work.
+# follows back-to-back calls in samples of WARM_SAMPLE_SECONDS until one reads START_WARM_SHARE of the peak's
+# rate at the guard's size (a quiet host here reads 0.85-1.05 of it), or for START_WARM_SECONDS at most:
+# twice the longest slow opening seen here. A machine slow for longer than that is slow, and the verdict says so.
 START_WARM_SECONDS = 1.5
+START_WARM_SHARE = 0.8
+WARM_SAMPLE_SECONDS = 0.05
+
+
+def warm_target(peak: dict | None, n: int) -> float | None:
+    """START_WARM_SHARE of the float32 matmul rate the peak measured at size `n` (else at its best size); None
+    without a peak (the warm-up then runs its whole START_WARM_SECONDS)."""
+    float32 = ((peak or {}).get("matmul") or {}).get("float32") or {}
+    rate = (float32.get("gflops_by_size") or {}).get(str(n)) or float32.get("gflops")
+    return START_WARM_SHARE * rate if rate else None
 
 
 def form(settings: dict, warm_seconds: float = 0.0) -> str:
     """How a burst ran, in words, for the record."""
     spread = (f"{settings['gap_seconds']:g} s apart" if settings["gap_seconds"]
               else "back to back")
-    warmed = f", after {warm_seconds:g} s of back-to-back calls" if warm_seconds else ""
+    warmed = f", after {warm_seconds:.2f} s of back-to-back calls" if warm_seconds else ""
     return f"{settings['samples']} samples of {1000 * settings['sample_seconds']:.0f} ms, {spread}{warmed}"
 
 
@@ -45,7 +57,8 @@ class Burst:
     The best, as the peak takes it: a neighbour's moment on a shared host only slows a sample, so the best is
     the machine's speed now, and a load that lasts (a throttled device, a busy core) slows every sample.
     `seconds` is the burst's wall time, its pauses and warm-up included; the device was busy for a third of
-    its samples' time. `warm_seconds`: the back-to-back calls before the samples (0: one warm call only).
+    its samples' time. `warm_seconds`: the back-to-back calls before the samples (0: one warm call only), which
+    stopped on reading `warm_target_gflops` where one was given.
     """
 
     moment: str
@@ -55,6 +68,7 @@ class Burst:
     seconds: float
     form: str = ""
     warm_seconds: float = 0.0
+    warm_target_gflops: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,18 +88,31 @@ def _fill(call: Callable[[], object], wanted: float, one: float, clock: Clock, s
     return calls, seconds
 
 
+def _warm(call: Callable[[], object], n: int, one: float, cap: float, target: float | None, clock: Clock,
+          sync: Sync) -> float:
+    """Back-to-back calls in samples of WARM_SAMPLE_SECONDS until one reads `target` GFLOP/s, or for `cap`
+    seconds (all of them without a target): the seconds spent."""
+    spent = 0.0
+    while spent < cap:
+        calls, seconds = _fill(call, WARM_SAMPLE_SECONDS, one, clock, sync)
+        spent += seconds
+        if target is not None and matmul_flop(n) * calls / seconds / 1e9 >= target:
+            break
+    return spent
+
+
 def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BURST_SAMPLES,
           sample_seconds: float = BURST_SAMPLE_SECONDS, gap_seconds: float = BURST_GAP_SECONDS,
-          warm_seconds: float = 0.0, clock: Clock = time.perf_counter, sync: Sync = no_sync,
-          sleep: Callable[[float], None] = time.sleep) -> Burst:
+          warm_seconds: float = 0.0, warm_target_gflops: float | None = None, clock: Clock = time.perf_counter,
+          sync: Sync = no_sync, sleep: Callable[[float], None] = time.sleep) -> Burst:
     """Times `samples` samples of back-to-back calls of one compiled [n, n] float32 matmul, each at least
-    `sample_seconds` long, `gap_seconds` apart, after one warm call, `warm_seconds` of back-to-back calls and
-    one timed call that sizes the batches."""
+    `sample_seconds` long, `gap_seconds` apart, after one warm call, up to `warm_seconds` of back-to-back calls
+    (until a sample of them reads `warm_target_gflops`) and one timed call that sizes the batches."""
     started = clock()
     call()
     (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
-    if warm_seconds > 0:
-        _fill(call, warm_seconds, one, clock, sync)
+    warmed = _warm(call, n, one, warm_seconds, warm_target_gflops, clock, sync) if warm_seconds > 0 else 0.0
+    if warmed:
         (one,) = time_batches(call, 1, 1, clock=clock, sync=sync)
     rates = []
     for index in range(samples):
@@ -95,7 +122,7 @@ def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BUR
         rates.append(matmul_flop(n) * calls / seconds / 1e9)
     return Burst(moment, max(rates), tuple(rates), n, clock() - started,
                  form({"samples": samples, "sample_seconds": sample_seconds, "gap_seconds": gap_seconds},
-                      warm_seconds), warm_seconds)
+                      warmed), warmed, warm_target_gflops if warm_seconds > 0 else None)
 
 
 class Guard:
@@ -112,13 +139,14 @@ class Guard:
         self._call: Callable[[], object] | None = None
         self.bursts: list[Burst] = []
 
-    def check(self, moment: str, warm_seconds: float = 0.0) -> Burst:
-        """One burst now, after `warm_seconds` of back-to-back calls (START_WARM_SECONDS for a run's start)."""
+    def check(self, moment: str, warm_seconds: float = 0.0, warm_target_gflops: float | None = None) -> Burst:
+        """One burst now, after up to `warm_seconds` of back-to-back calls that stop on reading
+        `warm_target_gflops` (a run's start: START_WARM_SECONDS and warm_target of its peak)."""
         if self._call is None:
             with self._kernels.precision_mode(self._kind, "float32"):
                 self._call = self._kernels.matmul("float32")(self.n)
         with self._kernels.precision_mode(self._kind, "float32"):
             measured = burst(self._call, self.n, moment, sync=self._sync, warm_seconds=warm_seconds,
-                             **self.settings)
+                             warm_target_gflops=warm_target_gflops, **self.settings)
         self.bursts.append(measured)
         return measured
