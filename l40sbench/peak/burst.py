@@ -27,7 +27,7 @@ CPU_BURST = {"samples": BURST_SAMPLES, "sample_seconds": BURST_SAMPLE_SECONDS, "
 # more (benchmarks/fresh_process_ramp.py; docs/PERFORMANCE.md "The stability guard"): a start burst taken
 # there read 82-103 against 185-214 GFLOP/s later in five of seven runs on a CI host. So the start burst
 # follows back-to-back calls in samples of WARM_SAMPLE_SECONDS until one reads START_WARM_SHARE of the peak's
-# rate at the guard's size (a quiet host here reads 0.85-1.05 of it), or for START_WARM_SECONDS at most:
+# rate at the guard's size (quiet bursts here read 183-210 against its 197: 0.93-1.07), or for START_WARM_SECONDS at most:
 # twice the longest slow opening seen here. A machine slow for longer than that is slow, and the verdict says so.
 START_WARM_SECONDS = 1.5
 START_WARM_SHARE = 0.8
