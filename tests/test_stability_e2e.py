@@ -99,11 +99,15 @@ def test_a_run_beside_busy_cores_is_unstable_with_the_reason(runs):
     stability = record["stability"]
     assert stability["verdict"] == "unstable"
     assert any(reason.startswith("the float32 matmul rate changed") for reason in stability["reasons"]), stability
-    # the spinners are the test's children, not the run's: neighbours, named with their share of the machine
-    named = [r for r in stability["reasons"] if r.startswith("a neighbour during training: python")]
+    # the spinners are the test's children, not the run's: neighbours, named with their share of the machine.
+    # They spin through all of inference (17-29 % of the machine each); they start at epoch 1's end, so over the
+    # whole training phase each is near the 10 % line (9.4 % on a slow CI host): training counts them in all.
+    named = [r for r in stability["reasons"] if r.startswith("a neighbour during inference: python")]
     assert named and "% of the machine's CPU time" in named[0], stability["reasons"]
-    busy = record["telemetry"]["neighbours"]["training"]["busy_processes"]
+    neighbours = record["telemetry"]["neighbours"]
+    busy = neighbours["inference"]["busy_processes"]
     assert len(busy) >= 2 and all(p["share"] >= 0.10 for p in busy)
+    assert neighbours["training"]["cpu_share_others"] >= 0.15, neighbours["training"]
     last = record["_stdout"].strip().splitlines()[-1]
     assert last.startswith("UNSTABLE RUN: ") and "matmul rate changed" in last
     assert record["inference"]["mean_ms"] and record["train"]["epochs"] == 2  # every figure still reported
