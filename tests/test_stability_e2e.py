@@ -140,8 +140,11 @@ def test_two_runs_of_one_command_compare_within_noise(runs):
 
 
 def test_more_work_compares_significantly_slower(runs):
-    """The same command at 96 and at 160 px: 2.8x the pixels."""
-    result = run_cli("compare", runs["quiet"][0], runs["larger"][0])
+    """The same command at 96 and at 160 px: 2.8x the pixels. As measured (--raw): on one host the two runs'
+    guard bursts can differ by more than the 10 % tolerance in a noisy hour (187 against 167 GFLOP/s in a clean
+    clone), and compare then takes them for two machines and judges no batch-1 latency; the normalisation has
+    its own test (test_a_machine_half_as_fast_compares_as_the_same_code)."""
+    result = run_cli("compare", runs["quiet"][0], runs["larger"][0], "--raw")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "(image size 96 -> 160)" in result.stdout
     worse = [line for line in result.stdout.splitlines() if "WORSE" in line]
