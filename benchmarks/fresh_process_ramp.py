@@ -46,9 +46,12 @@ print(json.dumps(rates))
 
 
 def burst_at(rates: list[float], start_s: float) -> float:
-    """What a burst of six samples 0.13 s apart (30 ms each, 0.1 s gaps) starting at `start_s` would keep:
-    the best of the 50 ms samples it overlaps."""
-    picked = [rates[min(len(rates) - 1, int((start_s + 0.13 * i) / SAMPLE_S))] for i in range(6)]
+    """What the guard's CPU burst (peak.burst.CPU_BURST: six samples of 30 ms, 0.1 s apart) starting at `start_s`
+    would keep: the best of the 50 ms samples it overlaps."""
+    from l40sbench.peak.burst import CPU_BURST
+
+    spacing = CPU_BURST["sample_seconds"] + CPU_BURST["gap_seconds"]
+    picked = [rates[min(len(rates) - 1, int((start_s + spacing * i) / SAMPLE_S))] for i in range(CPU_BURST["samples"])]
     return max(picked)
 
 
