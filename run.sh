@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bootstraps .venv on first use (and whenever pyproject.toml changes), then runs
-# the l40sbench CLI with the given arguments. `./run.sh test` runs the tests;
-# `./run.sh test --benchmarks` the speed benchmarks and the CI gate on them.
+# the l40sbench CLI with the given arguments. `./run.sh test` runs the merge tier of the tests (what CI runs);
+# `./run.sh test --full` adds the long tier; `./run.sh test --benchmarks` the speed benchmarks and the CI gate.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="$here/.venv"
@@ -69,6 +69,9 @@ if [ "${1:-}" = "test" ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } \
       >/dev/null 2>&1 || echo "run.sh: chromium could not be installed: the browser test will skip" >&2
   fi
+  # The merge tier (what CI runs) leaves out the tests marked `long`; --full runs them too.
+  tier="not long"
+  if [ "${1:-}" = "--full" ]; then tier="long or not long"; shift; fi
   if [ $# -gt 0 ] && [ "$1" != "--benchmarks" ]; then  # a selection of the user's: one plain pytest
     exec "$venv/bin/python" -m pytest --ignore=tests/benchmarks "$@"
   fi
@@ -84,8 +87,10 @@ if [ "${1:-}" = "test" ]; then
     runs="$(mktemp -d "${TMPDIR:-/tmp}/l40sbench-test-runs-XXXXXX")"
     trap 'rm -rf "$runs"' EXIT
     export L40SBENCH_TEST_RUNS="$runs"
-    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "not serial" -n 4 --dist loadfile --no-loadscope-reorder
-    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m serial
+    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "($tier) and not serial" -n 4 --dist loadfile \
+      --no-loadscope-reorder
+    # pytest exits 5 where the tier holds no serial test: nothing failed.
+    "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "($tier) and serial" || [ $? -eq 5 ]
     exit 0
   fi
   # ./run.sh test --benchmarks [--update-baseline]: the speed benchmarks alone, their table,
@@ -95,8 +100,18 @@ if [ "${1:-}" = "test" ]; then
   if [ "${1:-}" = "--update-baseline" ]; then gate=(--update); shift; fi
   mkdir -p results/ci
   json="results/ci/benchmarks-$(date -u +%Y%m%dT%H%M%SZ).json"
-  "$venv/bin/python" -m pytest tests/benchmarks -p no:cacheprovider --benchmark-enable --benchmark-json="$json" \
-    --benchmark-sort=name --benchmark-columns=min,median,mean,stddev,rounds "$@"
+  bench=("$venv/bin/python" -m pytest -p no:cacheprovider --benchmark-enable --benchmark-sort=name
+         --benchmark-columns=min,median,mean,stddev,rounds)
+  "${bench[@]}" tests/benchmarks --benchmark-json="$json" "$@"
+  if [ ${#gate[@]} -eq 0 ]; then
+    # A timed figure that failed is measured once more, its benchmark alone; it fails only if both tries do.
+    mapfile -t again < <("$venv/bin/python" benchmarks/gate.py --retry-list "$json")
+    if [ ${#again[@]} -gt 0 ]; then
+      echo "run.sh: measuring once more what the gate would fail: ${again[*]}" >&2
+      "${bench[@]}" --benchmark-json="${json%.json}-retry.json" "${again[@]}"
+      exec "$venv/bin/python" benchmarks/gate.py "$json" --retry "${json%.json}-retry.json"
+    fi
+  fi
   exec "$venv/bin/python" benchmarks/gate.py "${gate[@]}" "$json"
 fi
 exec "$venv/bin/l40sbench" "$@"

@@ -70,6 +70,37 @@ def run_cli(*args, timeout=600, cwd=REPO, **kwargs):
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """What a CLI call returned and printed, as subprocess.run's result names them."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli_in_process(*args, env: dict | None = None) -> Finished:
+    """The CLI's entry function in this process, as `python -m l40sbench` calls it, less the process's exit:
+    its exit code (argparse's, too) and what it printed. `env` is added to os.environ for the call alone.
+
+    For the error contract (one line, exit 2) of each bad input: a fresh interpreter per case costs a second or
+    more of imports; each command's wiring through `python -m l40sbench` keeps one run_cli test of its own.
+    """
+    import contextlib
+    import io
+    from unittest import mock
+
+    from l40sbench import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([str(arg) for arg in args])
+        except SystemExit as stopped:  # argparse: --help, a bad flag
+            code = stopped.code if isinstance(stopped.code, int) else 1
+    return Finished(code, out.getvalue(), err.getvalue())
+
+
 def assert_one_line_exit_2(result, fragment):
     """A user's mistake: exit 2, no traceback, one error line, last, naming the problem."""
     assert result.returncode == 2, result.stderr
@@ -175,15 +206,36 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
 
 
 TINY_RUNS = {
+    # Timed on every installed runtime as well (export and agreement: tests/test_runtimes.py).
     "vgg19": ["classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
-              "--epochs", "3", "--weights", "none"],
-    "xception": ["classify", "--base", "xception", "--image-size", "71", "--limit", "8", "--batch-size", "4",
-                 "--epochs", "2", "--weights", "none"],
+              "--epochs", "3", "--weights", "none", "--runtimes", "all"],
+    # The same run on jax, in a fresh interpreter where TensorFlow cannot be imported (tests/test_backends.py).
+    "vgg19-jax": ["classify", "--backend", "jax", "--base", "vgg19", "--image-size", "32", "--limit", "8",
+                  "--batch-size", "4", "--epochs", "3", "--weights", "none"],
     # No --epochs: without a GPU the run trains 1 epoch and projects the article's 200 (test_detect_e2e.py
-    # checks that on this run's record and output).
+    # checks that on this run's record and output). Its SavedModel is exported beside it and reloaded.
     "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
                          "--batch-size", "2", "--precision", "fp32", "--runtimes", "savedmodel"],
 }
+# The tiny runs made in a child process of their own, with this environment added: Keras picks its backend once
+# per process, and the test process runs tensorflow.
+CHILD_RUNS = {"vgg19-jax": {"KERAS_BACKEND": "jax"}}
+# A package named tensorflow that cannot be imported: a process that needs TensorFlow fails at once.
+NO_TENSORFLOW = "raise ImportError('tensorflow is blocked in this test: the jax path must not need it')\n"
+
+
+def without_tensorflow(folder: Path) -> dict:
+    """The environment of a jax process in which `import tensorflow` fails (a package of that name first on the
+    path), as on the GPU machine, which has no TensorFlow."""
+    blocked = folder / "blocked"
+    (blocked / "tensorflow").mkdir(parents=True, exist_ok=True)
+    (blocked / "tensorflow" / "__init__.py").write_text(NO_TENSORFLOW)
+    return {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.pathsep.join([str(blocked), str(REPO)])}
+
+
+def export_dir(run: Path) -> Path:
+    """Where a tiny detector run's SavedModel export goes: beside its folder."""
+    return run.with_name(f"{run.name}-saved_model")
 
 
 # The folder the tiny runs are kept in, shared by the xdist workers and by ./run.sh test's serial session.
@@ -223,14 +275,29 @@ class _TinyRuns:
                 from l40sbench import cli
 
                 shutil.rmtree(folder, ignore_errors=True)  # what a run that failed left
+                argv = [*TINY_RUNS[name], *self.epochs_flag(name), *self.export_flag(name, folder),
+                        "--output-dir", str(folder)]
                 with open(self.root / f"{name}.out", "w") as out, open(self.root / f"{name}.err", "w") as err:
                     started = time.perf_counter()
-                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                        code = cli.main([*TINY_RUNS[name], *self.epochs_flag(name), "--output-dir", str(folder)])
+                    if name in CHILD_RUNS:
+                        env = {**without_tensorflow(self.root), **CHILD_RUNS[name]}
+                        code = subprocess.run([sys.executable, "-m", "l40sbench", *argv], stdout=out, stderr=err,
+                                              cwd=REPO, env=env, timeout=900).returncode
+                    else:
+                        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                            code = cli.main(argv)
                     wall = time.perf_counter() - started
                 assert code == 0, (self.root / f"{name}.err").read_text()[-3000:]
                 (self.root / f"{name}.wall.json").write_text(json.dumps(wall))
         return folder
+
+    @staticmethod
+    def export_flag(name: str, folder: Path) -> list[str]:
+        """The tiny detector exports its SavedModel (tests/test_detect_e2e.py reloads it)."""
+        if TINY_RUNS[name][0] != "detect":
+            return []
+        shutil.rmtree(export_dir(folder), ignore_errors=True)
+        return ["--export", str(export_dir(folder)), "--score-threshold", "0"]
 
     @staticmethod
     def epochs_flag(name: str) -> list[str]:
@@ -260,8 +327,9 @@ def _complete(folder: Path) -> bool:
 
 @pytest.fixture(scope="session")
 def tiny_runs():
-    """Real result folders from tiny runs: two classify bases and one detector (also timed on the reloaded
-    SavedModel, so reports draw a runtime comparison). Tests copy a folder before changing it."""
+    """Real result folders from tiny runs: vgg19 on tensorflow (timed on every runtime) and on jax, and one
+    detector (exported, and timed on the reloaded SavedModel, so reports draw a runtime comparison). Tests copy a
+    folder before changing it."""
     root = Path(os.environ[TINY_RUNS_VARIABLE])
     root.mkdir(parents=True, exist_ok=True)
     return _TinyRuns(root)

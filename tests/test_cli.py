@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process, run_cli
 
 
 def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload=None):
@@ -84,14 +84,34 @@ def _cats_dogs(root, classes=("cats", "dogs"), splits=("train", "test"), payload
          "--find-max-batch needs --memory-limit"),
     ],
 )
-def test_bad_flags(args, fragment, tmp_path):
-    assert_one_line_exit_2(run_cli(*args, cwd=tmp_path), fragment)
+def test_bad_flags(args, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_exit_2(cli_in_process(*args), fragment)
     assert not (tmp_path / "results").exists()  # a refused run leaves no empty results/<run-id>/ behind
+
+
+# One refused input per command through `python -m l40sbench`, as a user runs it: the wiring from the console
+# script to the exit code (every other case of the contract runs in-process, test_bad_flags and beside each command).
+@pytest.mark.parametrize("args, fragment", [
+    (["env", "--backend", "mxnet"], "invalid choice: 'mxnet'"),
+    (["study", "nope"], "unknown study 'nope'"),
+    (["classify", "--base", "nope"], "unknown base 'nope'; choose one of:"),
+    (["detect", "--epochs", "0"], "Received: epochs=0"),
+    (["synthetic", "--models", "lenet,lenet"], "lenet given more than once"),
+    (["cost", "--throughput", "nan"], "expected a finite number, got 'nan'"),
+    (["compare", "/no/such/a", "/no/such/b"], "/no/such/a"),
+    (["report", "/no/such/run", "--out", "r"], "/no/such/run"),
+    (["infer", "/no/such/run"], "run folder not found"),
+    (["datasets", "stats", "--data", "/no/such/data"], "/no/such/data"),
+])
+def test_each_command_refuses_bad_input_through_the_console_script(args, fragment, tmp_path):
+    assert_one_line_exit_2(run_cli(*args, cwd=tmp_path), fragment)
+    assert not (tmp_path / "results").exists()
 
 
 def test_find_max_batch_without_a_cap_is_refused_before_the_peak_is_measured(tmp_path):
     """A check that needs no measurement comes before the seconds the peak takes (without a GPU here)."""
-    result = run_cli("synthetic", "--models", "lenet", "--find-max-batch", "--output-dir", tmp_path)
+    result = cli_in_process("synthetic", "--models", "lenet", "--find-max-batch", "--output-dir", tmp_path)
     assert_one_line_exit_2(result, "--find-max-batch needs --memory-limit")
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no peak measured, nothing else logged
     assert not (tmp_path / "sweep.json").exists()
@@ -100,26 +120,26 @@ def test_find_max_batch_without_a_cap_is_refused_before_the_peak_is_measured(tmp
 def test_bad_data_layouts(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_one_line_exit_2(run_cli("classify", "--data", empty), "data directory is empty")
+    assert_one_line_exit_2(cli_in_process("classify", "--data", empty), "data directory is empty")
     no_test = _cats_dogs(tmp_path / "no_test", splits=("train",))
-    assert_one_line_exit_2(run_cli("classify", "--data", no_test), "missing split folder")
+    assert_one_line_exit_2(cli_in_process("classify", "--data", no_test), "missing split folder")
     one_class = _cats_dogs(tmp_path / "one", classes=("cats",))
-    assert_one_line_exit_2(run_cli("classify", "--data", one_class), "at least two are needed")
+    assert_one_line_exit_2(cli_in_process("classify", "--data", one_class), "at least two are needed")
     file_path = tmp_path / "file.txt"
     file_path.write_text("x")
-    assert_one_line_exit_2(run_cli("classify", "--data", file_path), "not a directory")
-    assert_one_line_exit_2(run_cli("datasets", "stats", "--data", empty), "data directory is empty")
+    assert_one_line_exit_2(cli_in_process("classify", "--data", file_path), "not a directory")
+    assert_one_line_exit_2(cli_in_process("datasets", "stats", "--data", empty), "data directory is empty")
 
 
 def test_limit_below_class_count(tmp_path):
     root = _cats_dogs(tmp_path / "d")
-    assert_one_line_exit_2(run_cli("classify", "--data", root, "--limit", "1"), "--limit 1 is smaller")
+    assert_one_line_exit_2(cli_in_process("classify", "--data", root, "--limit", "1"), "--limit 1 is smaller")
 
 
 def test_strict_fails_on_a_corrupt_image_and_stats_lists_it(tmp_path):
     root = _cats_dogs(tmp_path / "d", payload=b"\xff\xd8 truncated jpeg")
-    assert_one_line_exit_2(run_cli("classify", "--data", root, "--strict"), "unreadable image (--strict)")
-    stats = run_cli("datasets", "stats", "--data", root)
+    assert_one_line_exit_2(cli_in_process("classify", "--data", root, "--strict"), "unreadable image (--strict)")
+    stats = cli_in_process("datasets", "stats", "--data", root)
     assert stats.returncode == 0, stats.stderr
     assert "unreadable files (4):" in stats.stdout
     assert str(root / "train" / "cats" / "a.png") in stats.stdout
@@ -127,46 +147,49 @@ def test_strict_fails_on_a_corrupt_image_and_stats_lists_it(tmp_path):
 
 
 def test_datasets_stats_prints_the_article_table_for_the_standin():
-    result = run_cli("datasets", "stats")
+    result = cli_in_process("datasets", "stats")
     assert result.returncode == 0, result.stderr
     assert "train | 279  | 278  | 557" in result.stdout
     assert "test  | 70   | 70   | 140" in result.stdout
     assert "unreadable files: none" in result.stdout
 
 
-@pytest.mark.parametrize(
-    "argv", [["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"],
-             ["synthetic", "--help"], ["cost", "--help"]]
-)
-def test_help_explains_every_flag_without_importing_tensorflow(argv):
+HELPS = (["--help"], ["classify", "--help"], ["detect", "--help"], ["datasets", "stats", "--help"],
+         ["synthetic", "--help"], ["cost", "--help"])
+
+
+def test_help_explains_every_flag_without_importing_tensorflow():
+    """Every --help in one fresh interpreter (one start instead of six): none imports TensorFlow or Keras."""
     code = (
         "import sys\nfrom l40sbench.cli import main\n"
-        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"for argv in {list(HELPS)!r}:\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "    print('=== END OF HELP ===')\n"
         "print('TF-LOADED' if 'tensorflow' in sys.modules or 'keras' in sys.modules else 'TF-FREE')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert out.strip().endswith("TF-FREE")
-    if argv[0] == "classify":
-        for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--weights", "--fine-tune",
-                     "--limit", "--output-dir", "--seed", "--precision", "--xla", "--strict"):
-            assert flag in out
-        for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
-            assert base in out
-    if argv[0] == "detect":
-        for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--init-checkpoint", "--classes",
-                     "--limit", "--output-dir", "--seed", "--score-threshold", "--precision"):
-            assert flag in out
-        for base in ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"):
-            assert base in out
-    if argv[0] == "synthetic":
-        for flag in ("--list", "--models", "--batch-sizes", "--devices", "--mode", "--precision", "--xla", "--optimizer",
-                     "--warmup-steps", "--steps", "--memory-limit", "--timeout", "--find-max-batch", "--worker-hosts",
-                     "--task-index", "--resume", "--output-dir"):
-            assert flag in out
+    helps = dict(zip((argv[0] for argv in HELPS), out.split("=== END OF HELP ===")))
+    assert len(helps) == len(HELPS) and "classify" in helps["--help"]
+    for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--weights", "--fine-tune",
+                 "--limit", "--output-dir", "--seed", "--precision", "--xla", "--strict"):
+        assert flag in helps["classify"]
+    for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
+        assert base in helps["classify"]
+    for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--init-checkpoint", "--classes",
+                 "--limit", "--output-dir", "--seed", "--score-threshold", "--precision"):
+        assert flag in helps["detect"]
+    for base in ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2"):
+        assert base in helps["detect"]
+    for flag in ("--list", "--models", "--batch-sizes", "--devices", "--mode", "--precision", "--xla", "--optimizer",
+                 "--warmup-steps", "--steps", "--memory-limit", "--timeout", "--find-max-batch", "--worker-hosts",
+                 "--task-index", "--resume", "--output-dir"):
+        assert flag in helps["synthetic"]
+    assert "--throughput" in helps["cost"] and "--data" in helps["datasets"]
 
 
 def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):
-    result = run_cli("datasets", "stats", "--task", "detect")
+    result = cli_in_process("datasets", "stats", "--task", "detect")
     assert result.returncode == 0, result.stderr
     assert "split | apple | banana | orange | images" in result.stdout
     assert "train | 156   | 169    | 140    | 240" in result.stdout
@@ -177,23 +200,23 @@ def test_datasets_stats_prints_the_detection_table_for_voc_layouts(tmp_path):
         (plain / split / "a.png").write_bytes(cv2.imencode(".png", np.zeros((9, 9, 3), np.uint8))[1].tobytes())
         (plain / split / "a.xml").write_text("<annotation><object><name>kiwi</name><bndbox><xmin>1</xmin><ymin>1</ymin>"
                                              "<xmax>8</xmax><ymax>8</ymax></bndbox></object></annotation>")
-    detected = run_cli("datasets", "stats", "--data", plain)
+    detected = cli_in_process("datasets", "stats", "--data", plain)
     assert detected.returncode == 0, detected.stderr
     assert "train | 1    | 1" in detected.stdout and "unreadable files: none" in detected.stdout
     (plain / "train" / "b.jpg").write_bytes(b"\xff\xd8 truncated")
     (plain / "train" / "b.xml").write_text((plain / "train" / "a.xml").read_text())
-    listed = run_cli("datasets", "stats", "--data", plain)
+    listed = cli_in_process("datasets", "stats", "--data", plain)
     assert listed.returncode == 0, listed.stderr
     assert "train | 1    | 1" in listed.stdout and f"unreadable files (1):\n  {plain / 'train' / 'b.jpg'}" in listed.stdout
-    assert_one_line_exit_2(run_cli("detect", "--data", plain, "--strict"), "unreadable image (--strict)")
+    assert_one_line_exit_2(cli_in_process("detect", "--data", plain, "--strict"), "unreadable image (--strict)")
     (plain / "test" / "a.xml").unlink()
-    assert_one_line_exit_2(run_cli("datasets", "stats", "--data", plain), "images without XML: a.png")
+    assert_one_line_exit_2(cli_in_process("datasets", "stats", "--data", plain), "images without XML: a.png")
 
 
 def test_an_unwritable_output_dir_fails_before_any_work(tmp_path):
     """Before the fix this came after decoding the whole set, as a traceback with exit 1."""
     root = _cats_dogs(tmp_path / "d")
-    result = run_cli("classify", "--data", root, "--output-dir", "/proc/l40sbench/out", "--epochs", "1")
+    result = cli_in_process("classify", "--data", root, "--output-dir", "/proc/l40sbench/out", "--epochs", "1")
     assert_one_line_exit_2(result, "cannot write results to /proc/l40sbench/out")
     assert "decoding" not in result.stderr and "loading TensorFlow" not in result.stderr
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from l40sbench.report import compare
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import assert_one_line_exit_2, cli_in_process
 
 TIMES = ("total_seconds", "wall_seconds", "first_epoch_seconds", "steady_epoch_seconds", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
          "min_ms", "max_ms", "std_ms")
@@ -43,7 +43,7 @@ def copies(tiny_runs, tmp_path_factory):
 def test_a_slower_copy_exits_1_and_names_the_figures(tiny_runs, copies):
     """Every sample 10x: the per-image figures (7 samples a side, taken beside other workers: one may be a few
     times the others) are significantly slower; a figure of one measurement is shown and not judged."""
-    result = run_cli("compare", tiny_runs["vgg19"], copies["slower"])
+    result = cli_in_process("compare", tiny_runs["vgg19"], copies["slower"])
     assert result.returncode == 1, result.stdout + result.stderr
     verdicts = [line for line in result.stdout.splitlines() if "WORSE" in line]
     for figure in ("inference ms/image", "p50 ms"):
@@ -59,27 +59,31 @@ def test_a_slower_copy_exits_1_and_names_the_figures(tiny_runs, copies):
 
 def test_a_faster_or_equal_copy_passes(tiny_runs, copies):
     for name in ("faster", "same"):
-        result = run_cli("compare", tiny_runs["vgg19"], copies[name])
+        result = cli_in_process("compare", tiny_runs["vgg19"], copies[name])
         assert result.returncode == 0, result.stdout + result.stderr
         assert "no regression" in result.stdout and "WORSE" not in result.stdout
     # Within the tolerance passes; a tighter tolerance than the change trips.
-    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "1000").returncode == 0
-    assert run_cli("compare", copies["same"], copies["slower"], "--tolerance", "20").returncode == 1
+    assert cli_in_process("compare", copies["same"], copies["slower"], "--tolerance", "1000").returncode == 0
+    assert cli_in_process("compare", copies["same"], copies["slower"], "--tolerance", "20").returncode == 1
 
 
 def test_an_accuracy_drop_beyond_its_tolerance_exits_1(tiny_runs, copies):
-    result = run_cli("compare", tiny_runs["vgg19"], copies["less_accurate"])
+    result = cli_in_process("compare", tiny_runs["vgg19"], copies["less_accurate"])
     assert result.returncode == 1 and "test_accuracy" in result.stdout and "fell 25.0 points" in result.stdout
-    assert run_cli("compare", tiny_runs["vgg19"], copies["less_accurate"],
+    assert cli_in_process("compare", tiny_runs["vgg19"], copies["less_accurate"],
                    "--accuracy-tolerance", "30").returncode == 0
 
 
 def test_rows_without_a_partner_are_named(tiny_runs):
-    both = [json.loads((tiny_runs[n] / "result.json").read_text()) for n in ("vgg19", "xception")]
+    vgg19 = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    xception = {**vgg19, "base": "xception", "config": {**vgg19["config"], "base": "xception", "image_size": 71}}
+    both = [vgg19, xception]
     result = compare.compare(both, both[:1])
-    assert result.only_baseline == ("classify xception batch 4 devices 1 precision fp32 image size 71 backend tensorflow",)
+    # the run and its rows on every other runtime (tests/conftest.py: --runtimes all)
+    assert result.only_baseline[0] == "classify xception batch 4 devices 1 precision fp32 image size 71 backend tensorflow"
+    assert len(result.only_baseline) == 5 and all("xception" in line for line in result.only_baseline)
     assert not result.only_new and result.rows and not result.regressions
-    text = run_cli("compare", tiny_runs["vgg19"], tiny_runs["ssd_resnet50_fpn"])
+    text = cli_in_process("compare", tiny_runs["vgg19"], tiny_runs["ssd_resnet50_fpn"])
     assert_one_line_exit_2(text, "nothing to compare")
     assert "only in the baseline" in text.stdout and "classify vgg19" in text.stdout
     assert "only in the new" in text.stdout and "detect ssd_resnet50_fpn" in text.stdout
@@ -117,7 +121,7 @@ def test_synthetic_rows_match_per_configuration_and_an_oom_regresses():
     (["l40s"], "the following arguments are required: NEW"),
 ])
 def test_bad_compare_input_is_one_line_and_exit_2(args, fragment):
-    assert_one_line_exit_2(run_cli("compare", *args), fragment)
+    assert_one_line_exit_2(cli_in_process("compare", *args), fragment)
 
 
 @pytest.mark.parametrize("change, fragment", [
@@ -135,7 +139,7 @@ def test_a_record_with_the_right_tag_and_wrong_contents_is_one_line(tiny_runs, t
     bad.write_text(json.dumps(record))
     for args in (("compare", tiny_runs["vgg19"], bad), ("report", bad, "--out", tmp_path / "report"),
                  ("cost", "--results", bad, "--price", "1")):
-        assert_one_line_exit_2(run_cli(*args), fragment)
+        assert_one_line_exit_2(cli_in_process(*args), fragment)
     assert not (tmp_path / "report").exists()
 
 
@@ -168,7 +172,7 @@ def test_compare_names_the_runtime_whose_latency_grew(tiny_runs, tmp_path):
     for name, value in (("base", base), ("new", new)):
         paths.append(tmp_path / f"{name}.json")
         paths[-1].write_text(json.dumps(value))
-    done = run_cli("compare", *paths)
+    done = cli_in_process("compare", *paths)
     assert done.returncode == 1 and "classify on onnxruntime" in done.stdout
 
 
@@ -186,6 +190,7 @@ def test_a_bfloat16_run_is_normalised_by_the_bfloat16_peak_and_latencies_are_not
     peak unchanged): the machine's doing, named by the peak of the run's precision. Its epochs are judged
     normalised; its batch-1 latencies, which a peak does not bound, are shown and not judged."""
     record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    record["inference"]["runtimes"] = []  # the run's own precision alone (its runtime rows ran in fp32)
     float32 = record["env"]["peak"]["matmul"]["float32"]["gflops"]
     base = _with_peaks(record, "mixed_bfloat16", bfloat16=2 * float32)
     slower = _with_peaks(scaled(base, 2.0), "mixed_bfloat16", bfloat16=float32)

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from l40sbench import cost
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import assert_one_line_exit_2, cli_in_process
 
 
 def _seconds(printed: str) -> int:
@@ -71,7 +71,7 @@ def test_cost_imports_no_framework():
 
 
 def test_the_reference_table_prints_every_row_beside_the_studys():
-    result = run_cli("cost", "--reference", "leadergpu-2017")
+    result = cli_in_process("cost", "--reference", "leadergpu-2017")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("500,000") == 9
     (leader,) = [line for line in result.stdout.splitlines() if "Inception V3 |" in line and "LeaderGPU" in line]
@@ -101,7 +101,7 @@ def test_the_reference_table_prints_every_row_beside_the_studys():
     (["--reference", "leadergpu-2017", "--price", "1"], "drop --throughput, --results, --price"),
 ])
 def test_bad_cost_input_is_one_line_and_exit_2(args, fragment):
-    assert_one_line_exit_2(run_cli("cost", *args), fragment)
+    assert_one_line_exit_2(cli_in_process("cost", *args), fragment)
 
 
 def test_results_files_give_one_priced_row_per_figure(tmp_path):
@@ -126,13 +126,13 @@ def test_results_files_give_one_priced_row_per_figure(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(sweep))
     (tmp_path / "classify.json").write_text(json.dumps(classify))
     (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
-    result = run_cli("cost", "--results", tmp_path / "sweep.json", tmp_path / "classify.json", "--price", "0.11")
+    result = cli_in_process("cost", "--results", tmp_path / "sweep.json", tmp_path / "classify.json", "--price", "0.11")
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if "500,000" in line]
     assert len(lines) == 2
     assert "resnet50 train b64 x8 GPU" in lines[0] and "8m 46s" in lines[0] and "€0.97" in lines[0]
     assert "xception classify inference" in lines[1] and "54m 48s" in lines[1]
-    assert_one_line_exit_2(run_cli("cost", "--results", tmp_path / "other.json", "--price", "1"),
+    assert_one_line_exit_2(cli_in_process("cost", "--results", tmp_path / "other.json", "--price", "1"),
                            "is not an l40sbench result")
 
 
@@ -157,7 +157,7 @@ def test_a_catalog_prices_every_offer_and_each_rows_rule(tmp_path):
     (tmp_path / "offers.toml").write_text(CATALOG_TOML)
     (tmp_path / "offers.json").write_text(json.dumps({"offers": tomllib.loads(CATALOG_TOML)["offer"]}))
     for name in ("offers.toml", "offers.json"):
-        result = run_cli("cost", "--throughput", "685.59", "--catalog", tmp_path / name, "--model", "Inception V3")
+        result = cli_in_process("cost", "--throughput", "685.59", "--catalog", tmp_path / name, "--model", "Inception V3")
         assert result.returncode == 0, result.stderr
         leader, hourly = [line for line in result.stdout.splitlines() if "500,000" in line]
         assert "12m 09s" in leader and "€1.34" in leader and "billed per second" in leader
@@ -168,7 +168,7 @@ def test_a_catalog_prices_every_offer_and_each_rows_rule(tmp_path):
 def test_with_results_a_catalog_offer_prices_figures_of_its_device_count_and_machine(tmp_path):
     (tmp_path / "offers.toml").write_text(CATALOG_TOML + '\n[[offer]]\nname = "K80 x8"\ndevices = 8\n'
                                           'price = 0.107\nmachine = "AWS"\n')
-    result = run_cli("cost", "--results", "leadergpu-2017", "--catalog", tmp_path / "offers.toml")
+    result = cli_in_process("cost", "--results", "leadergpu-2017", "--catalog", tmp_path / "offers.toml")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if "500,000" in line]
     assert rows and all(" x8 GPU" in line for line in rows if "GTX 1080 LeaderGPU" in line or "K80 x8" in line)
@@ -191,7 +191,7 @@ def test_with_results_a_catalog_offer_prices_figures_of_its_device_count_and_mac
 ])
 def test_bad_catalogs_are_one_line_and_exit_2(tmp_path, catalog, fragment):
     (tmp_path / "c.toml").write_text(catalog)
-    assert_one_line_exit_2(run_cli("cost", "--throughput", "10", "--catalog", tmp_path / "c.toml"), fragment)
+    assert_one_line_exit_2(cli_in_process("cost", "--throughput", "10", "--catalog", tmp_path / "c.toml"), fragment)
 
 
 def test_time_to_target_bills_the_wall_time_up_to_the_first_epoch_that_reached_it():
@@ -220,7 +220,7 @@ def test_cost_to_accuracy_from_a_real_classify_run(tiny_runs):
     epoch = scores.index(target) + 1
     seconds = record["train"]["wall_seconds_at_epoch"][epoch - 1]  # billed: wall time, scoring included
     assert seconds >= sum(record["train"]["epoch_seconds"][:epoch])
-    result = run_cli("cost", "--results", tiny_runs["vgg19"], "l40s", "--target", target, "--price", "3600",
+    result = cli_in_process("cost", "--results", tiny_runs["vgg19"], "l40s", "--target", target, "--price", "3600",
                      "--per", "hour")
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("vgg19")]
@@ -228,5 +228,5 @@ def test_cost_to_accuracy_from_a_real_classify_run(tiny_runs):
     assert "(wall)" in line
     assert "not priced: l40s" in result.stdout
     if target < 1:
-        missed = run_cli("cost", "--results", tiny_runs["vgg19"], "--target", "1", "--price", "1")
+        missed = cli_in_process("cost", "--results", tiny_runs["vgg19"], "--target", "1", "--price", "1")
         assert missed.returncode == 0 and "not reached" in missed.stdout and "in 3 epochs" in missed.stdout

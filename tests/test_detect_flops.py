@@ -11,6 +11,8 @@ import math
 
 import pytest
 
+pytestmark = pytest.mark.long  # Faster R-CNN's training step traced and profiled: a minute of CPU
+
 SIZE = 128
 
 

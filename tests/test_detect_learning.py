@@ -4,8 +4,12 @@ CI's workers share the detector runs (tests/conftest.py, SLOWEST_FIRST).
 A crash mid-training is the harness's (harness.run.run_task), the same for both tasks:
 tests/test_classify_e2e.py checks it once."""
 
+import pytest
+
 from tests.conftest import assert_ctrl_c_keeps_finished_epochs
 from tests.test_detect_e2e import detect
+
+pytestmark = pytest.mark.long  # 20 detector epochs; the merge tier's Ctrl-C is classify's
 
 LOSS_RATIO_BOUND = 0.85
 

@@ -12,7 +12,7 @@ import pytest
 
 from l40sbench.core.scaling import scaling
 from l40sbench.report.compare import lines
-from tests.conftest import REPO, local_hosts, run_cli
+from tests.conftest import REPO, cli_in_process, local_hosts, run_cli
 
 TINY_CLASSIFY = ("classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
                  "--weights", "none", "--epochs", "2")
@@ -37,6 +37,7 @@ def classify_1_2(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.long
 def test_classify_on_1_and_2_logical_devices_records_each_count_and_its_scaling(classify_1_2):
     out, result = classify_1_2
     records = json.loads((out / "result.json").read_text())
@@ -54,6 +55,7 @@ def test_classify_on_1_and_2_logical_devices_records_each_count_and_its_scaling(
     assert "Scaling over devices" in result.stdout and "efficiency" in result.stdout
 
 
+@pytest.mark.long
 def test_report_draws_epoch_time_against_devices_and_compare_keys_on_them(classify_1_2, tmp_path):
     out, _ = classify_1_2
     report = run_cli("report", out, "--out", tmp_path / "r")
@@ -66,6 +68,7 @@ def test_report_draws_epoch_time_against_devices_and_compare_keys_on_them(classi
     assert keys[0] != keys[1] and [k[3] for k in keys] == [1, 2]
 
 
+@pytest.mark.long
 def test_two_local_workers_fine_tune_together_and_the_chief_alone_writes(tmp_path):
     hosts = local_hosts(2)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -98,7 +101,7 @@ def test_two_local_workers_fine_tune_together_and_the_chief_alone_writes(tmp_pat
     (("--worker-hosts", "nohost"), "worker hosts must be host:port"),
 ])
 def test_bad_device_flags_are_one_line_and_exit_2(args, fragment, tmp_path):
-    result = run_cli(*TINY_CLASSIFY, *args, "--output-dir", tmp_path / "x", timeout=120)
+    result = cli_in_process(*TINY_CLASSIFY, *args, "--output-dir", tmp_path / "x")
     # A count the CPU cannot split is found once TensorFlow is imported, which logs its own CUDA probe on a
     # machine without one: the suite's own error line is still the one line, and last.
     ours = [line for line in result.stderr.splitlines() if line.startswith("l40sbench")]

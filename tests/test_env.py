@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import assert_one_line_exit_2, cli_in_process
 
 
 @pytest.fixture(scope="module")
 def reported():
-    return run_cli("env"), run_cli("env", "--json")
+    return cli_in_process("env"), cli_in_process("env", "--json")
 
 
 def test_env_prints_the_machine_and_what_a_run_would_use(reported):
@@ -53,5 +53,5 @@ def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses
 
 
 def test_env_refuses_a_bad_flag_in_one_line():
-    assert_one_line_exit_2(run_cli("env", "--no-such-flag"), "unrecognized arguments")
-    assert_one_line_exit_2(run_cli("env", "--backend", "mxnet"), "invalid choice")
+    assert_one_line_exit_2(cli_in_process("env", "--no-such-flag"), "unrecognized arguments")
+    assert_one_line_exit_2(cli_in_process("env", "--backend", "mxnet"), "invalid choice")

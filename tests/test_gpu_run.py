@@ -1,5 +1,5 @@
-"""The GPU run's own parts on this CPU: the preflight's refusals, the hard stop of a part that overruns, and the
-size of what travels. The whole rehearsal (wheels, peer rows, the study, the pack) is tests/test_backends.py's
+"""The GPU run's own parts on this CPU: the preflight's refusals, the hard stop of a part that overruns (the long
+tier, with the rehearsal), and the size of what travels. The whole rehearsal (wheels, peer rows, the study, the pack) is tests/test_backends.py's
 gpu_run fixture."""
 
 import json
@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -27,6 +29,7 @@ def _missing(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("preflight: MISSING")]
 
 
+@pytest.mark.long
 def test_a_missing_module_stops_the_run_in_the_preflight_one_line_each(tmp_path):
     env = {**_blocked(tmp_path, "cv2", "pynvml"), "GPU_RUN_TINY": "1", "WORK_DIR": str(tmp_path / "work")}
     result = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out")], capture_output=True, text=True, env=env,
@@ -38,6 +41,7 @@ def test_a_missing_module_stops_the_run_in_the_preflight_one_line_each(tmp_path)
     assert not list((tmp_path / "work").glob("study-*")) and not (tmp_path / "work" / "peer").exists()
 
 
+@pytest.mark.long
 def test_a_gpu_that_no_backend_sees_stops_the_preflight():
     """Off a rehearsal a CPU is no GPU: the backend's devices and NVML each say so, one line, exit 2. (Its time is
     the subprocess's timeout's to bound: a wall bound here failed at 30.75 s on a busy CI host.)"""
@@ -50,6 +54,7 @@ def test_a_gpu_that_no_backend_sees_stops_the_preflight():
     assert result.stderr.splitlines()[-1].startswith("preflight: 2 missing piece(s) in ")
 
 
+@pytest.mark.long
 def test_a_part_past_its_share_is_stopped_and_the_pack_says_so(tmp_path):
     """The study gets 20 s (its quick form takes about a minute): SIGINT at 20 s, the study keeps its state,
     the pack still runs and names the part that was stopped."""

@@ -20,10 +20,14 @@ from l40sbench.loadgen.search import confirm
 from l40sbench.loadgen.summary import SUMMARY, read_summary
 from l40sbench.loadgen.sut import BatchingSUT
 from l40sbench.report.compare import compare
-from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process
 
-# LoadGen's verdicts and rates are timings: ./run.sh test runs these tests alone, after the parallel part.
-SERIAL = pytest.mark.serial
+# LoadGen's verdicts and rates at real rates are timings: the long tier's, alone, after its parallel part. The merge
+# tier runs LoadGen in accuracy mode and checks its rules on injected verdicts.
+
+
+def SERIAL(test):  # noqa: N802  (read as a mark)
+    return pytest.mark.long(pytest.mark.serial(test))
 
 
 def _copy(run, tmp_path):
@@ -307,7 +311,7 @@ def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     (("--scenario", "multi-stream", "--samples-per-query", "1000000000"), "--samples-per-query must be at most 1024"),
 ])
 def test_bad_scenario_flags_are_one_line_before_any_work(args, fragment, tiny_runs):
-    result = run_cli("infer", tiny_runs["vgg19"], *args, timeout=60)
+    result = cli_in_process("infer", tiny_runs["vgg19"], *args)
     assert_one_line_exit_2(result, fragment)
     assert "loading" not in result.stderr  # nothing was read or timed
 
@@ -316,11 +320,12 @@ def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp
     no_model = tmp_path / "no_model"
     no_model.mkdir()
     shutil.copy(tiny_runs["vgg19"] / "result.json", no_model / "result.json")
-    assert_one_line_exit_2(run_cli("infer", no_model, "--scenario", "offline"), "holds no fine-tuned model")
-    assert_one_line_exit_2(run_cli("infer", tiny_runs["ssd_resnet50_fpn"], "--scenario", "offline", "--batch", "4"),
+    assert_one_line_exit_2(cli_in_process("infer", no_model, "--scenario", "offline"), "holds no fine-tuned model")
+    assert_one_line_exit_2(cli_in_process("infer", tiny_runs["ssd_resnet50_fpn"], "--scenario", "offline", "--batch", "4"),
                            "--batch must be 1 for a detect run")
 
 
+@pytest.mark.long
 def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
     """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false (no
     verdict is read: it runs beside the other workers)."""
@@ -385,6 +390,7 @@ def test_accuracy_mode_scores_loadgens_own_log_as_the_probe_was_scored(tiny_runs
     assert entries["performance"]["mlperf"]["checks"]["accuracy_run"]["met"] is True
 
 
+@pytest.mark.long
 def test_accuracy_mode_on_the_tiny_detector_gives_the_probes_detections_and_map(tiny_runs, tmp_path):
     run = _copy(tiny_runs["ssd_resnet50_fpn"], tmp_path)
     assert cli.main(["infer", str(run), "--runtimes", "savedmodel", "--scenario", "offline", "--mode",

@@ -1,5 +1,5 @@
-"""Neighbours: other processes' CPU time and steal from /proc (a tree written in a temporary folder, then the
-real one with a process spinning beside a phase), and the run's own processes left out."""
+"""Neighbours: other processes' CPU time and steal from /proc (a tree written in a temporary folder, one real read,
+and in the long tier the real one with a process spinning beside a phase), and the run's own processes left out."""
 
 import os
 import signal
@@ -59,6 +59,29 @@ def test_a_busy_neighbour_and_steal_are_named_and_the_runs_own_processes_are_not
                                 "the hypervisor gave 9 % of the CPU time to other tenants (steal)"]
 
 
+def test_the_real_proc_is_read_and_the_tests_own_child_is_its_own():
+    """One real read of this machine's /proc, without judging its load: this process and a child of it are the
+    run's own (left out of the neighbours), the machine line parses, and the shares are shares."""
+    from l40sbench.core.neighbours import own_tree, processes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        watch = Watch()
+        start = watch.snapshot(0.0)
+        found = processes()
+        assert os.getpid() in found and found[child.pid].ppid == os.getpid()
+        assert {os.getpid(), child.pid} <= own_tree(found, os.getpid())
+        assert len(start.cpu) >= 8 and sum(start.cpu) > 0  # user ... steal from the cpu line
+        block = watch.between(start, watch.snapshot(1.0))
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in [p["pid"] for p in block["busy_processes"]]
+    assert 0 <= block["cpu_share_others"] and (block["steal_share"] is None or 0 <= block["steal_share"] <= 1)
+    assert all(0 < p["share"] for p in block["busy_processes"]) and isinstance(block["reasons"], list)
+
+
+@pytest.mark.long
 def test_a_process_spinning_beside_a_phase_is_named_on_this_machine():
     """The spinner is started through a shell that exits at once, so it is not this process's child (which
     would be the run's own)."""

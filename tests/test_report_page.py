@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from l40sbench.core.text import format_duration
-from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process, run_cli
 
 SCREENSHOTS = REPO / "results"  # report-page.png and report-page-plots.png (docs/cost-and-reports.md)
 
@@ -74,7 +74,7 @@ def page(tiny_runs, tmp_path_factory):
     inputs = [tiny_runs["vgg19"], slower, root / "sweep", "l40s", "leadergpu-2017"]
     pages = []
     for name in ("first", "second"):  # the same records twice: the same page but for its generation time
-        result = run_cli("report", *inputs, "--out", root / name, "--html", "--catalog", root / "catalog.toml")
+        result = cli_in_process("report", *inputs, "--out", root / name, "--html", "--catalog", root / "catalog.toml")
         assert result.returncode == 0, result.stderr[-2000:]
         pages.append((root / name / "index.html").read_text())
     return root, tiny_runs["vgg19"], pages
@@ -213,7 +213,8 @@ def _check_the_selects(driver, figures: dict):
     model, machine, task = (Select(driver.find_element(By.ID, name)) for name in ("model", "machine", "task"))
     model.select_by_value("vgg19")
     assert sum(points("plot-classify-epoch")) == 3  # the two tiny runs and the L40S study's vgg19
-    rows = shown('table[data-task="classify"] tbody tr')
+    rows = [r for r in shown('table[data-task="classify"] tbody tr')  # the tables with a row per base (the run's
+            if r.find_element(By.XPATH, "ancestor::table//th[1]").text == "base"]  # runtime table: a row per runtime)
     assert rows and all(r.find_elements(By.TAG_NAME, "td")[0].text.startswith("vgg19") for r in rows)
     model.select_by_value("")
     slower = next(t["meta"] for t in figures["plot-classify-epoch"]["data"] if "half speed" in t["meta"])
@@ -235,7 +236,7 @@ def test_older_records_and_several_kinds_in_one_file_are_shown_and_an_empty_set_
     kinds = tmp_path / "kinds.json"  # a classify run and a sweep in one file
     kinds.write_text(json.dumps([json.loads((vgg19 / "result.json").read_text()),
                                  json.loads((root / "sweep" / "result.json").read_text())]))
-    result = run_cli("report", older, kinds, "--out", tmp_path / "out", "--html")
+    result = cli_in_process("report", older, kinds, "--out", tmp_path / "out", "--html")
     assert result.returncode == 0, result.stderr[-2000:]
     text = (tmp_path / "out" / "index.html").read_text()
     assert "no interval in this record (a run from before intervals were recorded)" in text
@@ -244,7 +245,7 @@ def test_older_records_and_several_kinds_in_one_file_are_shown_and_an_empty_set_
     figures = _figures(text)
     assert "plot-sweep" in figures and sorted(len(t["x"]) for t in figures["plot-classify-epoch"]["data"]) == [1, 1]
     (tmp_path / "empty.json").write_text("[]")
-    empty = run_cli("report", tmp_path / "empty.json", "--out", tmp_path / "none", "--html")
+    empty = cli_in_process("report", tmp_path / "empty.json", "--out", tmp_path / "none", "--html")
     assert_one_line_exit_2(empty, "is not an l40sbench result")
     assert not (tmp_path / "none").exists() or not any((tmp_path / "none").iterdir())
 
@@ -254,6 +255,6 @@ def test_a_truncated_record_is_one_line_and_writes_no_page(tiny_runs, tmp_path):
     bad.mkdir()
     text = (tiny_runs["vgg19"] / "result.json").read_text()
     (bad / "result.json").write_text(text[: len(text) // 2])
-    result = run_cli("report", bad, tiny_runs["vgg19"], "--out", tmp_path / "out", "--html")
+    result = cli_in_process("report", bad, tiny_runs["vgg19"], "--out", tmp_path / "out", "--html")
     assert_one_line_exit_2(result, "cannot read result")
     assert not (tmp_path / "out" / "index.html").exists() and not (tmp_path / "out" / "report.md").exists()

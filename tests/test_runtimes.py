@@ -9,7 +9,7 @@ from l40sbench import cli
 from l40sbench.errors import UserError
 from l40sbench.harness.infer import merge
 from l40sbench.runtimes import agreement, registry
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import assert_one_line_exit_2, cli_in_process, run_cli
 
 TINY = ["--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1",
         "--weights", "none"]
@@ -21,10 +21,9 @@ def _rows(result: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def every_runtime(tmp_path_factory):
-    """One tiny classify run timed on every installed runtime."""
-    out = tmp_path_factory.mktemp("runtimes") / "run"
-    assert cli.main(["classify", *TINY, "--runtimes", "all", "--output-dir", str(out)]) == 0
+def every_runtime(tiny_runs):
+    """The suite's tiny classify run, timed on every installed runtime (tests/conftest.py)."""
+    out = tiny_runs["vgg19"]
     return out, json.loads((out / "result.json").read_text())
 
 
@@ -51,8 +50,11 @@ def test_every_runtime_agrees_with_tf_on_a_tiny_classify_run(every_runtime):
     assert rows["openvino"]["settings"]["INFERENCE_PRECISION_HINT"] == "f32"  # told, not its bf16 default
 
 
+@pytest.mark.long
 def test_infer_times_a_finished_run_again_and_merges_rows(every_runtime, tmp_path):
-    out, before = every_runtime
+    import shutil
+
+    out, before = shutil.copytree(every_runtime[0], tmp_path / "run"), every_runtime[1]  # infer writes into it
     done = run_cli("infer", out, "--runtimes", "litert", "--runtime-precision", "int8", timeout=900)
     assert done.returncode == 0, done.stderr
     after = json.loads((out / "result.json").read_text())
@@ -67,6 +69,7 @@ def test_infer_times_a_finished_run_again_and_merges_rows(every_runtime, tmp_pat
     assert "litert" in done.stdout and "int8" in done.stdout
 
 
+@pytest.mark.long
 def test_a_missing_package_and_a_failed_export_cost_only_their_rows(tmp_path, capsys, monkeypatch):
     import importlib.util
 
@@ -92,6 +95,7 @@ def test_a_missing_package_and_a_failed_export_cost_only_their_rows(tmp_path, ca
     assert "not-installed" in printed and "export-failed" in printed
 
 
+@pytest.mark.long
 def test_a_runtime_that_cannot_run_the_precision_says_so(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(["classify", *TINY, "--runtimes", "onnxruntime,savedmodel", "--runtime-precision", "bf16",
@@ -109,22 +113,22 @@ def test_a_runtime_that_cannot_run_the_precision_says_so(tmp_path, capsys):
     (["--runtime-precision", "fp8"], "invalid choice"),
 ])
 def test_bad_runtime_flags_are_one_line_before_any_work(args, fragment, tmp_path):
-    done = run_cli("classify", *TINY, *args, "--output-dir", tmp_path / "out", timeout=120)
+    done = cli_in_process("classify", *TINY, *args, "--output-dir", tmp_path / "out")
     assert_one_line_exit_2(done, fragment)
     assert not (tmp_path / "out" / "result.json").exists()
 
 
 def test_infer_bad_inputs(tmp_path, every_runtime):
     out, _ = every_runtime
-    assert_one_line_exit_2(run_cli("infer", tmp_path / "nowhere"), "run folder not found")
+    assert_one_line_exit_2(cli_in_process("infer", tmp_path / "nowhere"), "run folder not found")
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_one_line_exit_2(run_cli("infer", empty), "no result.json")
+    assert_one_line_exit_2(cli_in_process("infer", empty), "no result.json")
     no_model = tmp_path / "no_model"
     no_model.mkdir()
     (no_model / "result.json").write_text((out / "result.json").read_text())
-    assert_one_line_exit_2(run_cli("infer", no_model), "holds no fine-tuned model (model.keras)")
-    assert_one_line_exit_2(run_cli("infer", out, "--runtimes", "tensorrt"), "unknown runtime 'tensorrt'")
+    assert_one_line_exit_2(cli_in_process("infer", no_model), "holds no fine-tuned model (model.keras)")
+    assert_one_line_exit_2(cli_in_process("infer", out, "--runtimes", "tensorrt"), "unknown runtime 'tensorrt'")
 
 
 def test_resolve_puts_tf_first_and_all_takes_the_installed():
@@ -170,6 +174,7 @@ def test_infer_rows_replace_that_runtimes_earlier_rows():
                                    {"runtime": "litert", "v": 2})
 
 
+@pytest.mark.long
 def test_detection_on_every_runtime_each_row_ok_or_saying_why(tiny_runs, tmp_path, capsys):
     """The tiny detector's SavedModel converted by each library through `infer` (its run already timed
     savedmodel); every row is timed and agrees with tf, or says why not (OpenVINO 2026.4 crashes inside infer
@@ -230,6 +235,7 @@ def test_a_ratio_to_tf_is_drawn_only_between_rows_on_one_kind_of_device():
     assert "(5.00x tf)" in describe(result("onnxruntime", "CPU", 10.0), result("tf", "CPU", 50.0))
 
 
+@pytest.mark.long
 def test_on_a_gpu_tf_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_reference(tmp_path, capsys, monkeypatch):
     """Where tf's own row ran on a GPU (made to read so here: the parent's placement), tf runs again in a child
     with CUDA_VISIBLE_DEVICES=-1, and the CPU runtimes' ratio is drawn against that row, not the GPU's."""

@@ -1,7 +1,5 @@
 """core.stability's rules on known samples, and the guard's burst on a fake clock."""
 
-import time
-
 import numpy as np
 
 from l40sbench.core.stability import (
@@ -117,19 +115,55 @@ def test_the_warm_up_outlasts_a_fresh_process_at_half_speed_and_ends_once_the_ma
     assert warm_target(None, 100) is None and abs(warm_target({"matmul": {"float32": {"gflops": 1.0}}}, 100) - 0.8) < 1e-12
 
 
-def test_on_a_gpu_the_guard_bursts_back_to_back_for_half_a_second_and_says_so(monkeypatch):
-    """Gaps let a GPU's boost clock recover; its guard keeps the load on for 0.6 s, the CPU's keeps its gaps."""
+def _fake_machine(monkeypatch, kind: str, seconds_per_call):
+    """jax's kernels replaced by a device of `kind` whose matmul advances a fake clock by
+    seconds_per_call(clock.now): the guard's bursts measure it through the clock and sleep it is given."""
     from l40sbench.backends import jax as jax_backend
     from l40sbench.core.devices import Device
     from l40sbench.peak import burst as burst_module
 
-    monkeypatch.setattr(jax_backend, "devices", lambda: [Device("GPU", "cuda:0", 0, "a GPU")])
-    monkeypatch.setattr(jax_backend, "matmul", lambda precision: lambda n: (lambda: time.sleep(0.002)))
-    guard = burst_module.Guard("jax", lambda *_: None)
+    clock = FakeClock()
+
+    def call():
+        clock.now += seconds_per_call(clock.now)
+
+    name = "cuda:0" if kind == "GPU" else "cpu:0"
+    monkeypatch.setattr(jax_backend, "devices", lambda: [Device(kind, name, 0, f"a {kind}")])
+    monkeypatch.setattr(jax_backend, "matmul", lambda precision: lambda n: call)
+    return burst_module.Guard("jax", lambda *_: None, clock=clock, sleep=clock.sleep), clock
+
+
+def test_on_a_gpu_the_guard_bursts_back_to_back_for_half_a_second_and_says_so(monkeypatch):
+    """Gaps let a GPU's boost clock recover; its guard keeps the load on for 0.6 s, the CPU's keeps its gaps."""
+    from l40sbench.peak import burst as burst_module
+
+    guard, _ = _fake_machine(monkeypatch, "GPU", lambda now: 0.002)
     measured = guard.check("start")
     assert measured.form == "6 samples of 100 ms, back to back" and measured.matmul_n == 8192
-    assert 0.6 <= measured.seconds
+    assert 0.6 <= measured.seconds < 0.8  # six samples of at least 0.1 s of calls, nothing between them
     assert burst_module.form(burst_module.CPU_BURST) == "6 samples of 30 ms, 0.1 s apart"
+
+
+def test_the_guard_calls_a_host_loaded_after_training_unstable_and_a_quiet_one_stable(monkeypatch):
+    """The guard's three bursts on a fake clock: a machine at one speed throughout is stable; one whose matmul
+    takes 2.2 times as long from training's end on (neighbours arriving) is unstable, with the rates named."""
+    def moments(seconds_per_call):
+        guard, clock = _fake_machine(monkeypatch, "CPU", seconds_per_call)
+        guard.check("start", warm_seconds=1.5, warm_target_gflops=100.0)
+        clock.sleep(60.0)  # training
+        guard.check("after training")
+        clock.sleep(5.0)  # inference
+        guard.check("end")
+        return guard.bursts
+
+    quiet = moments(lambda now: 0.01)  # 2 x 1024^3 flop in 10 ms: 214.7 GFLOP/s
+    assert [round(b.gflops, 1) for b in quiet] == [214.7] * 3 and quiet[0].warm_seconds < 0.1
+    assert verdict([b.to_dict() for b in quiet], {})["verdict"] == STABLE
+    loaded = moments(lambda now: 0.01 if now < 60 else 0.022)
+    got = verdict([b.to_dict() for b in loaded], {})
+    assert got["verdict"] == UNSTABLE
+    (reason,) = got["reasons"]
+    assert reason.startswith("the float32 matmul rate changed 2.20x within the run: 215 (start), 98 (after training)"), reason
 
 
 def test_the_power_cap_alone_is_stable_and_a_hardware_slowdown_is_not():

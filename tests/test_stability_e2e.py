@@ -17,7 +17,7 @@ from l40sbench.peak.burst import START_WARM_SECONDS
 from tests.conftest import REPO, run_cli
 from tests.test_compare import scaled
 
-pytestmark = pytest.mark.serial
+pytestmark = [pytest.mark.serial, pytest.mark.long]  # real runs on a quiet and on a loaded host
 
 # The tests' tiny vgg19 (tests/conftest.py) at 96 px: 40 ms an image here, where 32 px's 12 ms spreads
 # 10-30 % on a quiet host (docs/PERFORMANCE.md, "The stability guard"). 23 timed images (about a second of

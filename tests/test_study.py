@@ -13,7 +13,7 @@ import pytest
 
 from l40sbench.errors import UserError
 from l40sbench.study import plan as plans
-from tests.conftest import REPO, assert_one_line_exit_2, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process, run_cli
 
 CPU = plans.Machine(peak_gflops=220.0, gpu=False)
 GPU = plans.Machine(peak_gflops=60_000.0, gpu=True, devices=8)
@@ -69,7 +69,7 @@ def test_budgets_parse(text, seconds):
     (["study", "l40s", "--plan", "--only", " , "], "--only names no step"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
-    assert_one_line_exit_2(run_cli(*args), fragment)
+    assert_one_line_exit_2(cli_in_process(*args), fragment)
 
 
 def test_plan_prints_every_step_and_the_total_and_runs_nothing(tmp_path):
@@ -105,7 +105,7 @@ def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
     finished = json.loads((first / "result.json").read_text())
     assert finished["complete"] is True
     before = (first / "result.json").stat().st_mtime_ns
-    assert_one_line_exit_2(run_cli("study", "leadergpu", "--resume", root), "holds study l40s --quick, not leadergpu")
+    assert_one_line_exit_2(cli_in_process("study", "leadergpu", "--resume", root), "holds study l40s --quick, not leadergpu")
     resumed = run_cli("study", "--resume", root)  # the folder's study.json names the study and --quick
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "study [1/2] classify-xception: done earlier" in resumed.stderr
@@ -120,6 +120,7 @@ def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
     assert "cost of the study's work here" in resumed.stdout
 
 
+@pytest.mark.long
 def test_the_leadergpu_study_quick_gives_the_sweep_beside_the_tables_and_its_cost_rows(tmp_path):
     result = run_cli("study", "leadergpu", "--quick", "--price-per-minute", "0.03", "--output-dir", tmp_path / "s")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -181,6 +182,44 @@ except KeyboardInterrupt:
 """
 
 
+def test_the_deadline_on_a_fake_clock_gives_the_running_step_what_is_left_and_starts_none_that_would_cross_it(
+        tmp_path):
+    """run_plan's arithmetic on an injected clock: each step is handed the seconds left as its timeout; a runner
+    that reaches it returns CUT (as the child runner does after its SIGINT) and the step is 'cut'; a step whose
+    estimate, at the pace so far, is more than what is left is not started. The real child and its SIGINT: the
+    long tier's test below."""
+    from l40sbench.study import run as study_run
+    from l40sbench.study.plan import Plan, Step
+
+    now = [100.0]
+    handed = []
+
+    def runner(argv, folder, timeout):  # a step needs 1 s ("quick") or 50 s ("long") of the fake clock
+        need = 1.0 if "quick" in argv else 50.0
+        handed.append((folder.name, timeout))
+        folder.mkdir(parents=True)
+        if need > timeout:
+            now[0] += timeout
+            (folder / "result.json").write_text(json.dumps({"complete": False}))
+            return study_run.CUT
+        now[0] += need
+        (folder / "result.json").write_text(json.dumps({"complete": True}))
+        return 0
+
+    plan = Plan("l40s", (Step("quick-one", "classify", ("quick",), 1.0), Step("long-one", "classify", ("long",), 2.0),
+                         Step("too-long", "classify", ("long",), 3600.0)))
+    state, lines = {}, []
+    outcomes = study_run.run_plan(plan, tmp_path, state, lines.append, runner=runner, deadline=110.0,
+                                  clock=lambda: now[0])
+    assert [o.status for o in outcomes] == ["ok", "cut", "skipped"]
+    assert handed == [("01-quick-one", 10.0), ("02-long-one", 9.0)] and now[0] == 110.0
+    assert [o.seconds for o in outcomes] == [1.0, 9.0, None]
+    assert outcomes[1].reason == "stopped at the deadline; its partial record is kept (complete: false)"
+    assert outcomes[2].reason == "not started: its estimate (1h00m) would cross the deadline (0m00s left)"
+    assert [s["status"] for s in state["steps"]] == ["ok", "cut", "skipped"]
+
+
+@pytest.mark.long
 def test_a_deadline_cuts_the_running_step_keeping_its_record_and_starts_none_that_would_cross_it(tmp_path):
     from l40sbench.study import run as study_run
     from l40sbench.study.plan import Plan, Step

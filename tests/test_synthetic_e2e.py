@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import REPO, local_hosts, run_cli
+from tests.conftest import REPO, cli_in_process, local_hosts, run_cli
 
 TINY = ("--steps", "2", "--warmup-steps", "1")
 
@@ -17,6 +17,7 @@ def _rows(out_dir):
     return [json.loads(line) for line in (out_dir / "rows.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.long
 def test_a_tiny_sweep_makes_both_table_shapes_and_marks_out_of_memory(tmp_path):
     """lenet and googlenet at batch 2 and 256 on 1 and 2 logical CPU devices under a 1.75 GB cap:
     googlenet at 256 needs far more (its first activation alone is 0.8 GB), the rest stays under 1.2 GB."""
@@ -80,6 +81,7 @@ def _wait_for_rows(out, process, count=1, timeout=120):
     raise AssertionError("no row appeared")
 
 
+@pytest.mark.long
 def test_a_killed_sweep_resumes_with_only_what_is_missing(tmp_path):
     out = tmp_path / "sweep"
     process = _start_sweep(out)
@@ -109,7 +111,7 @@ def test_a_resume_on_another_kind_of_machine_is_refused(tmp_path):
     state = {"config": {"models": ["lenet"], "batch_sizes": [2], "devices": [1], "settings": {}},
              "env": {"cpu": "Some Other CPU", "cpu_count": 64, "devices": []}}
     (tmp_path / "sweep.json").write_text(to_json(state))
-    result = run_cli("synthetic", "--resume", tmp_path)
+    result = cli_in_process("synthetic", "--resume", tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"cannot resume {tmp_path} here: its rows were measured on Some Other CPU (64 cores), no GPU" \
            in result.stderr.strip().splitlines()[-1]
@@ -121,7 +123,7 @@ def test_a_resume_on_another_kind_of_machine_is_refused(tmp_path):
     (("--devices", "2", "--worker-hosts", "localhost:1,localhost:2"), "--worker-hosts with --devices above 1 needs GPUs"),
 ])
 def test_device_counts_a_cpu_cannot_run_are_refused_before_any_row(tmp_path, flags, fragment):
-    result = run_cli("synthetic", "--models", "lenet", "--batch-sizes", "2", *TINY, *flags, "--output-dir", tmp_path)
+    result = cli_in_process("synthetic", "--models", "lenet", "--batch-sizes", "2", *TINY, *flags, "--output-dir", tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert fragment in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "rows.jsonl").exists()
@@ -130,12 +132,13 @@ def test_device_counts_a_cpu_cannot_run_are_refused_before_any_row(tmp_path, fla
 
 def test_a_new_sweep_will_not_write_over_a_sweeps_rows(tmp_path):
     (tmp_path / "rows.jsonl").write_text('{"model": "lenet"}\n')
-    result = run_cli("synthetic", "--models", "lenet", "--output-dir", tmp_path)
+    result = cli_in_process("synthetic", "--models", "lenet", "--output-dir", tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{tmp_path} already holds a sweep (rows.jsonl); finish it with --resume {tmp_path}" in result.stderr
     assert (tmp_path / "rows.jsonl").read_text() == '{"model": "lenet"}\n'
 
 
+@pytest.mark.long
 def test_ctrl_c_keeps_finished_configurations(tmp_path):
     out = tmp_path / "sweep"
     # A background shell job ignores SIGINT across exec: give the child Ctrl-C back, as a terminal would.
@@ -152,6 +155,7 @@ def test_ctrl_c_keeps_finished_configurations(tmp_path):
     assert record["complete"] is False and len(record["rows"]) == len(_rows(out)) >= 1
 
 
+@pytest.mark.long
 def test_two_local_workers_train_under_multi_worker_mirrored_strategy(tmp_path):
     hosts = local_hosts(2)
     args = [sys.executable, "-m", "l40sbench", "synthetic", "--models", "lenet", "--batch-sizes", "4", *TINY,

@@ -1,8 +1,8 @@
 """TensorFlow Datasets as a data source: real TFDS sets built here from the stand-ins, no mocks.
 
 The sets are made with TFDS's own adhoc builder (store_as_tfds_dataset) and prepared into a
-temporary data dir; the CLI then reads them in fresh interpreters, where no builder code for
-them exists, as a set prepared elsewhere and copied in would be read.
+temporary data dir; the CLI then reads them in fresh interpreters (the classification set's stats here, the runs
+of the long tier), where no builder code for them exists, as a set prepared elsewhere and copied in would be read.
 """
 
 import json
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import assert_one_line_exit_2, run_cli
+from tests.conftest import assert_one_line_exit_2, cli_in_process, run_cli
 from tests.test_detect_e2e import assert_trained_detector, checked
 from tests.test_devices import trained_in_sync
 
@@ -77,7 +77,7 @@ def _table(stdout: str) -> dict:
 def test_stats_of_a_classification_set_match_the_standin(data_dir):
     from l40sbench.classify.standin import COUNTS
 
-    result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir)
+    result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir)  # a fresh interpreter
     assert result.returncode == 0, result.stderr
     assert f"tfds:{CATS}:1.0.0 (splits train, test" in result.stdout
     table = _table(result.stdout)
@@ -88,7 +88,7 @@ def test_stats_of_a_classification_set_match_the_standin(data_dir):
 def test_stats_of_a_detection_set_count_objects_per_class(data_dir):
     from l40sbench.detect.standin import COUNTS
 
-    result = run_cli("datasets", "stats", "--data", f"tfds:{FRUITS}:1.0.0", "--tfds-data-dir", data_dir)
+    result = cli_in_process("datasets", "stats", "--data", f"tfds:{FRUITS}:1.0.0", "--tfds-data-dir", data_dir)
     assert result.returncode == 0, result.stderr
     assert "objects per class" in result.stdout
     table = _table(result.stdout)
@@ -96,6 +96,7 @@ def test_stats_of_a_detection_set_count_objects_per_class(data_dir):
         assert table[split] == counts
 
 
+@pytest.mark.long
 def test_classify_through_tfds_end_to_end_then_from_the_decoded_cache(data_dir, tmp_path):
     args = ["classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train,test[:50%]",
             "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1",
@@ -115,6 +116,7 @@ def test_classify_through_tfds_end_to_end_then_from_the_decoded_cache(data_dir, 
     assert again["dataset"] == record["dataset"]
 
 
+@pytest.mark.long
 def test_detect_through_tfds_with_a_class_subset_on_2_logical_devices(data_dir, tmp_path):
     """One detector run for three capabilities (a detector run is CI's costliest unit): a TFDS set with a class
     subset, trained through Model Garden's trainer under MirroredStrategy on two logical CPU devices, and
@@ -139,7 +141,7 @@ def test_detect_through_tfds_with_a_class_subset_on_2_logical_devices(data_dir, 
 
 def test_a_missing_set_is_one_line_and_exit_2_quickly(tmp_path):
     started = time.monotonic()
-    result = run_cli("classify", "--data", "tfds:no_such_set_anywhere", "--tfds-data-dir", tmp_path, "--epochs", "1")
+    result = cli_in_process("classify", "--data", "tfds:no_such_set_anywhere", "--tfds-data-dir", tmp_path, "--epochs", "1")
     assert_one_line_exit_2(result, f"is not prepared in {tmp_path}")
     assert "tfds build no_such_set_anywhere --data_dir DIR" in result.stderr
     assert time.monotonic() - started < 60
@@ -154,12 +156,12 @@ def test_a_missing_set_is_one_line_and_exit_2_quickly(tmp_path):
     (["datasets", "stats", "--tfds-data-dir", "/tmp"], "go with --data tfds:NAME"),
 ])
 def test_bad_tfds_flags_are_one_line_and_exit_2(args, fragment):
-    assert_one_line_exit_2(run_cli(*args), fragment)
+    assert_one_line_exit_2(cli_in_process(*args), fragment)
 
 
 def test_splits_a_set_lacks_are_refused_with_the_slicing_hint(data_dir):
-    result = run_cli("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir,
-                     "--tfds-splits", "train,validation")
+    result = cli_in_process("datasets", "stats", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir,
+                            "--tfds-splits", "train,validation")
     assert_one_line_exit_2(result, "'validation' is not a split of")
-    empty = run_cli("classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train[:0%],test")
+    empty = cli_in_process("classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train[:0%],test")
     assert_one_line_exit_2(empty, "'train[:0%]' selects no example of")

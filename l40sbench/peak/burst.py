@@ -126,15 +126,18 @@ def burst(call: Callable[[], object], n: int, moment: str, *, samples: int = BUR
 
 
 class Guard:
-    """The bursts of one run, on the run's backend: `check(moment)` measures one and keeps it."""
+    """The bursts of one run, on the run's backend: `check(moment)` measures one and keeps it. `clock` and
+    `sleep` are the bursts' (a fake pair in tests)."""
 
-    def __init__(self, backend: str, sync: Sync):
+    def __init__(self, backend: str, sync: Sync, clock: Clock = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep):
         from l40sbench.backends import load
 
         kernels = load(backend)
         kind = kernels.devices()[0].kind
         self.n = BURST_SIZE.get(kind, BURST_SIZE["CPU"])
         self._kernels, self._kind, self._sync = kernels, kind, sync
+        self._clock, self._sleep = clock, sleep
         self.settings = GPU_BURST if kind == "GPU" else CPU_BURST
         self._call: Callable[[], object] | None = None
         self.bursts: list[Burst] = []
@@ -147,6 +150,7 @@ class Guard:
                 self._call = self._kernels.matmul("float32")(self.n)
         with self._kernels.precision_mode(self._kind, "float32"):
             measured = burst(self._call, self.n, moment, sync=self._sync, warm_seconds=warm_seconds,
-                             warm_target_gflops=warm_target_gflops, **self.settings)
+                             warm_target_gflops=warm_target_gflops, clock=self._clock, sleep=self._sleep,
+                             **self.settings)
         self.bursts.append(measured)
         return measured

@@ -1,0 +1,28 @@
+"""Every registered model's exact structure figures against benchmarks/baseline.json (tests/structure_figures.py
+says why they are gated), each model built once; a synthetic model also runs a small batch and matches its
+citation on that build."""
+
+import json
+
+import pytest
+
+from benchmarks.gate import _same
+from tests.structure_figures import BASELINE, every_model, figures, names
+from tests.test_synthetic import check_citation
+
+EXACT = json.loads(BASELINE.read_text())["exact"]
+UPDATE = "if deliberate: .venv/bin/python -m tests.structure_figures --update"
+
+
+@pytest.mark.parametrize("family, name", every_model())
+def test_model_structure_is_the_baselines(family, name):
+    parameters, gflops = figures(family, name, check_citation if family == "synthetic" else None)
+    assert parameters > 0 and gflops > 0
+    for figure, value in zip(names(family, name), (int(parameters), float(gflops))):
+        assert figure in EXACT, f"{figure} = {value!r}: no baseline for it in {BASELINE.name} ({UPDATE})"
+        assert _same(value, EXACT[figure]), f"{figure} = {value!r}, the baseline holds {EXACT[figure]!r} ({UPDATE})"
+
+
+def test_the_baseline_holds_no_figure_of_a_model_no_registry_has():
+    known = {figure for family, name in every_model() for figure in names(family, name)}
+    assert set(EXACT) == known
