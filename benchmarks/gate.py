@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     baseline = json.loads(args.baseline.read_text()) if args.baseline.is_file() else {}
     if args.retry_list:
-        print("\n".join(timed_failures(runs[0], baseline)))
+        for name in timed_failures(runs[0], baseline):
+            print(name)
         return 0
     if args.retry is not None:
         try:

@@ -100,6 +100,10 @@ def test_a_timed_figure_fails_only_if_its_retry_fails_too(tmp_path, capsys):
     assert gate.main([str(paths[1]), "--retry", str(paths[2]), "--baseline", str(paths[0])]) == 1
     out = capsys.readouterr().out
     assert "gate: FAILED on load, step, structure.x.parameters" in out and "FAIL  retried: step" in out  # load: missing
+    passing = tmp_path / "passing.json"
+    passing.write_text(json.dumps(_results(step=(10.0, None, True), load=(0.02, None, True))))
+    assert gate.main(["--retry-list", str(passing), "--baseline", str(paths[0])]) == 0
+    assert capsys.readouterr().out == ""  # nothing to run again: not even an empty line (run.sh runs each line)
 
 
 def test_results_without_figures_fail(tmp_path, capsys):
