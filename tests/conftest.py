@@ -44,11 +44,12 @@ def pytest_configure(config):
             assert measured.returncode == 0, measured.stderr[-3000:]
 
 
-# The slowest modules first (about 160-290 s each in a serial run on two cores), so that under `--dist loadfile`
-# (./run.sh test) the workers finish together; the others follow in their own order.
-SLOWEST_FIRST = ("test_tfds.py", "test_runtimes.py", "test_detect_e2e.py", "test_backends.py",
-                 "test_detect_learning.py", "test_classify_e2e.py", "test_devices.py", "test_synthetic_e2e.py",
-                 "test_compare.py")
+# The slowest modules first, so that under `--dist loadfile` (./run.sh test) the workers finish together: those
+# that make the tiny runs every other module reads (each on its own worker), then the merge tier's longest
+# (clean clone, --durations), then the long tier's; the others follow in their own order.
+SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "test_study.py",
+                 "test_report_page.py", "test_structure_figures.py", "test_tfds.py", "test_detect_learning.py",
+                 "test_classify_e2e.py", "test_devices.py", "test_synthetic_e2e.py", "test_compare.py")
 
 
 def pytest_collection_modifyitems(items):
