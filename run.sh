@@ -105,7 +105,7 @@ if [ "${1:-}" = "test" ]; then
   "${bench[@]}" tests/benchmarks --benchmark-json="$json" "$@"
   if [ ${#gate[@]} -eq 0 ]; then
     # A timed figure that failed is measured once more, its benchmark alone; it fails only if both tries do.
-    mapfile -t again < <("$venv/bin/python" benchmarks/gate.py --retry-list "$json" | grep -v '^$' || true)
+    mapfile -t again < <("$venv/bin/python" benchmarks/gate.py --retry-list "$json")
     if [ ${#again[@]} -gt 0 ]; then
       echo "run.sh: measuring once more what the gate would fail: ${again[*]}" >&2
       "${bench[@]}" --benchmark-json="${json%.json}-retry.json" "${again[@]}"

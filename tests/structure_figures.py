@@ -30,7 +30,7 @@ DETECT_SIZE = 128  # the smallest size every detector's feature levels fit
 DETECT_CLASSES = 3
 
 
-def classify_model(name: str, check=None):
+def classify_model(name: str):
     from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.classify.config import ClassifyConfig
     from l40sbench.classify.task import compiled_model
@@ -40,7 +40,7 @@ def classify_model(name: str, check=None):
     return model.count_params(), forward_gflops(model, CLASSIFY_SIZE, "uint8")
 
 
-def detect_model(name: str, check=None):
+def detect_model(name: str):
     import numpy as np
     from official import vision  # noqa: F401  (registers Model Garden's experiments and tasks)
     from official.core import task_factory
@@ -77,7 +77,8 @@ def figures(family: str, name: str, check=None):
     import tf_keras
 
     try:
-        return FAMILIES[family][1](name, check)
+        builder = FAMILIES[family][1]
+        return builder(name) if check is None else builder(name, check)  # a check: synthetic models only
     finally:
         keras.backend.clear_session()
         tf_keras.backend.clear_session()
