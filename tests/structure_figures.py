@@ -107,5 +107,6 @@ def update() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
-        sys.exit("usage: python -m tests.structure_figures --update")
+        print("usage: python -m tests.structure_figures --update", file=sys.stderr)
+        sys.exit(2)
     update()
