@@ -205,12 +205,16 @@ class _Offline(BaseSpec):
 
 
 class _Stalled(BaseSpec):
+    """A base whose ImageNet download never answers. The stalled thread outlives the test, so it must never go on
+    to a real download: one did, printing Keras' "Downloading data from ..." into another test's captured stdout."""
+
     def constructor(self):
         real = super().constructor()
 
         def build(include_top, weights, input_shape):
             if weights == "imagenet":
                 time.sleep(30)
+                raise Exception("stalled download given up")
             return real(include_top=include_top, weights=weights, input_shape=input_shape)
 
         return build
