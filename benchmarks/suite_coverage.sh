@@ -4,6 +4,7 @@
 #
 #   benchmarks/suite_coverage.sh [OUT.txt]          # the merge tier (what CI runs)
 #   FULL=1 benchmarks/suite_coverage.sh [OUT.txt]   # both tiers
+#   MISSING=1 ...                                   # with the line numbers not run, module by module
 #
 # Installs pyproject.toml's [coverage] extra into .venv first (not part of CI's install). Nothing else may run
 # meanwhile if its time is to be quoted too.
@@ -26,6 +27,6 @@ cov=(--cov=l40sbench --cov-config="$work/rc" --cov-append --cov-report= -p no:ca
   --no-loadscope-reorder "${cov[@]}"
 .venv/bin/python -m pytest --ignore=tests/benchmarks -m "($tier) and serial" "${cov[@]}" || [ $? -eq 5 ]
 .venv/bin/python -m coverage combine --rcfile="$work/rc" >/dev/null 2>&1 || true
-.venv/bin/python -m coverage report --rcfile="$work/rc" > "$out"
+.venv/bin/python -m coverage report --rcfile="$work/rc" ${MISSING:+--show-missing} > "$out"
 tail -n 1 "$out"
 echo "suite_coverage: by module in $out" >&2

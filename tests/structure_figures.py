@@ -57,13 +57,10 @@ def detect_model(name: str):
 
 def synthetic_model(name: str, check=None):
     """`check(spec, model)`, where given, runs on the built model before it is counted (its citation)."""
-    from l40sbench.backends.tf_flops import forward_gflops
+    from l40sbench.synthetic.listing import model_facts
 
-    spec = MODELS.get(name)
-    model = spec.build()
-    if check is not None:
-        check(spec, model)
-    return model.count_params(), forward_gflops(model, spec.size)
+    facts = model_facts(name, check)
+    return facts["params"], facts["gflops"]
 
 
 FAMILIES = {"classify": (BASES, classify_model), "detect": (DETECTORS, detect_model),

@@ -126,3 +126,77 @@ def test_scaling_is_against_the_fewest_devices():
     assert [b["basis_devices"] for b in blocks] == [2, 2, 2]
     assert [round(b["efficiency"], 3) for b in blocks] == [1.0, 0.75, 1.0]
     assert [round(b["speedup"], 3) for b in blocks] == [1.0, 1.5, 4.0] and "note" not in blocks[0]
+
+
+class _Ran:
+    def __init__(self, record):
+        self.record = record
+
+    def to_dict(self):
+        return self.record
+
+
+@pytest.fixture
+def stand_in_runs(tiny_runs, monkeypatch):
+    """run_task replaced by the shared tiny vgg19 record, its device count and epoch time set per call (the
+    real runs at 1 and 2 devices are the long tier's); `interrupt_at` makes a count stop after its first save."""
+    import copy
+
+    from l40sbench.harness import run
+
+    base = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    calls = {"interrupt_at": None, "mid_training": False, "saved_nothing": False, "configs": []}
+
+    def run_task(name, config, *, log, save):
+        calls["configs"].append(config)
+        count = config.devices
+        if calls["saved_nothing"]:
+            raise KeyboardInterrupt
+        record = copy.deepcopy(base)
+        record["devices"] = {**record["devices"], "replicas": count, "count": count, "kind": "CPU",
+                             "trained_weight_checksum": 1234.5}
+        record["train"] = {**record["train"], "steady_epoch_seconds": 8.0 / count ** 0.5}
+        record["complete"] = not calls["mid_training"]
+        save(record)
+        if count == calls["interrupt_at"]:
+            raise KeyboardInterrupt
+        return _Ran(record)
+
+    monkeypatch.setattr(run, "run_task", run_task)
+    return calls
+
+
+def test_a_devices_list_gives_each_count_its_folder_and_the_scaling_against_the_fewest(stand_in_runs, tmp_path):
+    result = cli_in_process(*TINY_CLASSIFY, "--devices", "1,2", "--output-dir", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [config.devices for config in stand_in_runs["configs"]] == [1, 2]
+    assert all(config.devices_available == 2 for config in stand_in_runs["configs"])
+    records = json.loads((tmp_path / "result.json").read_text())
+    assert [r["devices"]["replicas"] for r in records] == [1, 2]
+    for record in records:
+        own = json.loads((tmp_path / f"devices-{record['devices']['replicas']}" / "result.json").read_text())
+        assert own["scaling"] == record["scaling"]
+    assert records[1]["scaling"]["efficiency"] == pytest.approx(8.0 / (2 * 8.0 / 2 ** 0.5))
+    assert "Scaling over devices" in result.stdout and "devices-N/" in result.stdout
+
+
+def test_an_interrupted_count_keeps_what_it_measured_and_runs_no_further_count(stand_in_runs, tmp_path):
+    stand_in_runs["interrupt_at"] = 1
+    result = cli_in_process(*TINY_CLASSIFY, "--devices", "1,2", "--output-dir", tmp_path)
+    assert result.returncode == 130 and "interrupted: the run and" in result.stderr  # the runtimes' rows kept
+    assert [config.devices for config in stand_in_runs["configs"]] == [1]
+    assert (tmp_path / "devices-1" / "result.json").is_file() and not (tmp_path / "result.json").exists()
+    stand_in_runs["mid_training"] = True
+    epochs = cli_in_process(*TINY_CLASSIFY, "--output-dir", tmp_path / "a")
+    assert epochs.returncode == 130 and "finished epoch(s) kept in" in epochs.stderr and "(complete: false)" in epochs.stderr
+    stand_in_runs["saved_nothing"] = True
+    nothing = cli_in_process(*TINY_CLASSIFY, "--output-dir", tmp_path / "b")
+    assert nothing.returncode == 130 and "interrupted before anything was measured" in nothing.stderr
+
+
+def test_a_worker_other_than_the_chief_trains_and_writes_nothing(stand_in_runs, tmp_path):
+    result = cli_in_process(*TINY_CLASSIFY, "--worker-hosts", "127.0.0.1:1,127.0.0.1:2", "--task-index", "1",
+                            "--output-dir", tmp_path / "w1")
+    assert result.returncode == 0, result.stderr
+    assert "worker 1: trained with the others (weight checksum 1234.5)" in result.stderr
+    assert not (tmp_path / "w1").exists() and stand_in_runs["configs"][0].runtimes == ("tf",)

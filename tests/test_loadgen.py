@@ -16,7 +16,7 @@ from l40sbench import cli
 from l40sbench.core.reading import read_result_file as read_result
 from l40sbench.loadgen.child import RESULT_FILE, run_job, warm_sizes, warm_up
 from l40sbench.loadgen.config import Job
-from l40sbench.loadgen.search import confirm
+from l40sbench.loadgen.search import RESOLUTION, confirm, find_max_qps
 from l40sbench.loadgen.summary import SUMMARY, read_summary
 from l40sbench.loadgen.sut import BatchingSUT
 from l40sbench.report.compare import compare
@@ -191,6 +191,45 @@ def test_find_max_qps_finds_the_analytic_rate_of_a_known_service_time(tmp_path):
     assert figures["result"] == "VALID" and found == pytest.approx(1 / service_s, rel=0.2), figures["search"]
     assert 2 <= len(figures["search"]["steps"]) <= 10
     assert figures["queries"] >= 500  # the confirming run carries LoadGen's full early-stopping verdict
+
+
+def _server_at(capacity: float, p50_ms: float = 4.0, asked: list | None = None):
+    """A stand-in short server run: the bound is met at any rate up to `capacity`, missed above it."""
+
+    def run_at(rate):
+        if asked is not None:
+            asked.append(rate)
+        met = rate <= capacity
+        return {"result": "VALID" if met else "INVALID", "constraints": {"Performance constraints": met},
+                "latency_ms": {"p50": p50_ms, "p99": 10.0 if met else 500.0}, "completed_samples_per_second": rate,
+                "reasons": [] if met else ["Performance constraints not satisfied"]}
+
+    return run_at
+
+
+@pytest.mark.parametrize("start", [7.0, 100.0, 3000.0])
+def test_the_search_brackets_then_bisects_to_within_its_resolution_of_the_rate_that_holds(start):
+    found, steps = find_max_qps(_server_at(250.0), start, max_steps=30)
+    assert 250.0 / RESOLUTION <= found <= 250.0
+    assert all(step["latency_met"] == (step["qps"] <= 250.0) for step in steps)
+    assert steps[-1]["p99_ms"] in (10.0, 500.0) and "reasons" in steps[0]
+
+
+def test_the_search_stops_at_its_step_budget_with_the_best_rate_it_has():
+    asked = []
+    found, steps = find_max_qps(_server_at(250.0, asked=asked), 100.0, max_steps=4)
+    assert len(steps) == 4 and asked == [100.0, 200.0, 400.0, 300.0]  # doubled, then bisected once
+    assert found == 200.0  # the bracket [200, 300] is still wide, but the budget is spent
+
+
+def test_the_search_answers_0_when_a_failing_run_was_nearly_idle():
+    """Failing while busy under a tenth of the time: a lower rate cannot shorten the latency, so no halving."""
+    asked = []
+    found, steps = find_max_qps(_server_at(0.0, p50_ms=400.0, asked=asked), 0.2, max_steps=10)
+    assert found == 0.0 and asked == [0.2]  # 0.2/s x 0.4 s = 8 % busy
+    busy = []
+    find_max_qps(_server_at(0.0, p50_ms=400.0, asked=busy), 10.0, max_steps=10)
+    assert busy[:3] == [10.0, 5.0, 2.5] and busy[-1] * 0.4 < 0.1 * 2  # halved until the SUT sat nearly idle
 
 
 _EARLY_STOPPING_SHORT = """Result is : INVALID

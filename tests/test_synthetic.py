@@ -1,6 +1,7 @@
 """Synthetic sweeps: the twelve models against their citations, and the sweep's parts one by one."""
 
 import dataclasses
+import json
 import sys
 
 import pytest
@@ -306,3 +307,83 @@ def test_a_sweep_row_whose_flop_count_was_refused_has_no_utilisation_and_says_wh
     assert row.status == "ok" and row.images_per_second > 0 and row.achieved_tflops is None
     assert row.extra["flop_counter"] == why
     assert with_utilisation(row, {"peak": {"matmul": {"float32": {"gflops": 100.0}}}}).utilisation is None
+
+
+def test_rows_survive_a_kill_mid_write_and_the_torn_line_is_cut_before_the_next(tmp_path):
+    from l40sbench.synthetic.store import ROWS_FILE, append_row, cut_torn_line, load_rows
+
+    first, second = _row(batch=8), _row(batch=16, rate=180.0)
+    append_row(tmp_path, first)
+    append_row(tmp_path, second)
+    path = tmp_path / ROWS_FILE
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-25])  # the second row cut short by a kill
+    def plain(*rows):  # as JSON holds them (tuples come back as lists)
+        return json.loads(json.dumps([row.to_dict() for row in rows]))
+
+    assert plain(*load_rows(tmp_path)) == plain(first)
+    logs = []
+    cut_torn_line(tmp_path, logs.append)
+    assert path.read_bytes() == whole[:whole.index(b"\n") + 1] and "cut a torn last line" in logs[0]
+    cut_torn_line(tmp_path, logs.append)  # a whole file is left alone
+    append_row(tmp_path, second)
+    assert plain(*load_rows(tmp_path)) == plain(first, second) and len(logs) == 1
+    assert load_rows(tmp_path / "nowhere") == []
+
+
+def test_resuming_a_folder_that_holds_no_sweep_is_one_line(tmp_path):
+    from l40sbench.errors import UserError
+    from l40sbench.synthetic.store import SWEEP_FILE, read_state
+
+    with pytest.raises(UserError, match="no readable sweep.json"):
+        read_state(tmp_path)
+    (tmp_path / SWEEP_FILE).write_text('{"model": "vgg19"}')
+    with pytest.raises(UserError, match="is not a sweep's"):
+        read_state(tmp_path)
+    (tmp_path / SWEEP_FILE).write_text("{half")
+    with pytest.raises(UserError, match="no readable sweep.json"):
+        read_state(tmp_path)
+
+
+def test_list_prints_every_model_with_its_counted_figures(monkeypatch):
+    """--list counts each model as tests/test_structure_figures.py does (listing.model_facts); here stand-in
+    facts check the table it makes of them."""
+    from l40sbench.synthetic import listing
+    from tests.conftest import cli_in_process
+
+    monkeypatch.setattr(listing, "model_facts", lambda name: {"size": MODELS.get(name).size, "params": 1234567,
+                                                             "gflops": 0.5, "source": MODELS.get(name).source})
+    result = cli_in_process("synthetic", "--list")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    lines = {line.split("|")[0].strip(): line for line in out.splitlines() if "|" in line}
+    assert set(STUDY_ORDER) <= set(lines) and "GFLOPs: TensorFlow's profiler" in out
+    vgg = MODELS.get("vgg16")
+    assert f"{vgg.size}x{vgg.size}" in lines["vgg16"] and "1,234,567" in lines["vgg16"] and "0.500" in lines["vgg16"]
+
+
+def test_find_max_batch_probes_each_model_and_count_and_names_a_probe_that_broke(monkeypatch):
+    """Stand-in probes: lenet fits up to 48 a device (then out of memory), alexnet's probe crashes."""
+    from l40sbench.synthetic import maxbatch
+    from l40sbench.synthetic.config import SweepConfig
+
+    probed = []
+
+    def run_job(job, config, gpu):
+        probed.append((job.model, job.per_device_batch, job.devices, job.settings.steps))
+        if job.model == "alexnet":
+            return dataclasses.replace(_row(model="alexnet", status="error"), error="the child crashed")
+        return _row(batch=job.per_device_batch, devices=job.devices,
+                    status="ok" if job.per_device_batch <= 48 else "oom")
+
+    monkeypatch.setattr(maxbatch, "run_job", run_job)
+    logs = []
+    config = SweepConfig(models=("lenet", "alexnet"), batch_sizes=(16, 8), devices=(1, 2))
+    found = maxbatch.find_max_batches(config, gpu=False, log=logs.append)
+    assert [(f["model"], f["devices"]) for f in found] == [("lenet", 1), ("alexnet", 1), ("lenet", 2), ("alexnet", 2)]
+    lenet = found[0]
+    assert lenet["max_per_device_batch"] == 48 and lenet["error"] is None
+    assert lenet["probes"]["64"] == "oom" and lenet["probes"]["32"] == "ok" and lenet["probes"]["48"] == "ok"
+    assert found[1]["max_per_device_batch"] is None and "alexnet batch 8: error (the child crashed)" in found[1]["error"]
+    assert all(steps == maxbatch.PROBE_STEPS for *_, steps in probed) and probed[0][1] == 8  # from the smallest
+    assert "max batch lenet x 1: 48" in logs

@@ -165,3 +165,56 @@ def test_splits_a_set_lacks_are_refused_with_the_slicing_hint(data_dir):
     assert_one_line_exit_2(result, "'validation' is not a split of")
     empty = cli_in_process("classify", "--data", f"tfds:{CATS}", "--tfds-data-dir", data_dir, "--tfds-splits", "train[:0%],test")
     assert_one_line_exit_2(empty, "'train[:0%]' selects no example of")
+
+
+def test_classify_reads_a_tfds_set_once_then_from_the_decoded_cache(data_dir, tmp_path):
+    """The loader the long tier's classify run goes through, in process: decoded once, then from the cache."""
+    import numpy as np
+
+    from l40sbench.data.tfds_source import TfdsRef, load_classification
+
+    ref = TfdsRef.parse(f"tfds:{CATS}", data_dir, "train,test[:50%]")
+    logs: list[str] = []
+    first, source = load_classification(ref, 32, limit=8, strict=False, cache_dir=tmp_path, log=logs.append)
+    assert any("decoding TFDS" in line for line in logs) and not first.cache_hit
+    assert source.startswith(f"tfds:{CATS}:1.0.0 (splits train, test[:50%]")
+    assert first.x["train"].shape == (8, 32, 32, 3) and sorted(np.bincount(first.y["train"])) == [4, 4]
+    logs.clear()
+    second, _ = load_classification(ref, 32, limit=8, strict=False, cache_dir=tmp_path, log=logs.append)
+    assert second.cache_hit and any("decoded images from cache" in line for line in logs)
+    assert not any("decoding TFDS" in line for line in logs)
+    for split in first.x:
+        assert np.array_equal(first.x[split], second.x[split]) and np.array_equal(first.y[split], second.y[split])
+
+
+def test_detect_reads_a_tfds_set_as_the_voc_boxes_it_was_made_from(data_dir, tmp_path, monkeypatch):
+    """TFDS's normalised (y, x) boxes come back as the VOC stand-in's pixel boxes; a class subset drops the rest."""
+    from l40sbench.data import tfds_detection, voc
+    from l40sbench.data.tfds_source import TfdsRef
+    from l40sbench.detect.standin import ensure_standin, standin_path
+    from l40sbench.errors import UserError
+
+    ref = TfdsRef.parse(f"tfds:{FRUITS}", data_dir)
+    logs: list[str] = []
+    data = tfds_detection.load_detection(ref, ("apple", "banana"), strict=False, cache_dir=tmp_path, log=logs.append)
+    assert data.classes == ("apple", "banana") and data.source.startswith(f"tfds:{FRUITS}:1.0.0")
+    assert data.dropped["train"] > 0 and data.dropped["test"] > 0
+    assert any("dropped images without an object" in line for line in logs)
+    source, _ = voc.load_split(ensure_standin(standin_path()), "train")
+    def boxes(annotations, keep=lambda name: True):  # TFDS keeps its own order: compared as sorted lists
+        return sorted(key for key in ((a.width, a.height, tuple((o.name, round(o.xmin), round(o.ymin), round(o.xmax),
+                                                                  round(o.ymax)) for o in a.objects if keep(o.name)))
+                                      for a in annotations) if key[2])
+
+    assert boxes(data.train) == boxes(source, lambda name: name in data.classes)
+    assert len(data.train) == len(source) - data.dropped["train"]
+    assert all(a.image_path.is_file() for a in data.train + data.test)
+
+    def no_second_read(*_):
+        raise AssertionError("the split was read again instead of its cached index")
+
+    monkeypatch.setattr(tfds_detection, "examples", no_second_read)
+    again = tfds_detection.load_detection(ref, None, strict=False, cache_dir=tmp_path, log=lambda _: None)
+    assert set(again.classes) == {"apple", "banana", "orange"} and not any(again.dropped.values())
+    with pytest.raises(UserError, match="not in TFDS set"):
+        tfds_detection.load_detection(ref, ("pear",), strict=False, cache_dir=tmp_path, log=lambda _: None)

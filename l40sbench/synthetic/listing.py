@@ -8,14 +8,16 @@ from l40sbench.core.text import format_table
 from l40sbench.synthetic.models import MODELS, STUDY_ORDER
 
 
-def model_facts(name: str) -> dict:
-    """Builds the model once and counts what --list prints."""
+def model_facts(name: str, on_built: Callable | None = None) -> dict:
+    """Builds the model once and counts what --list prints; `on_built(spec, model)`, where given, runs first."""
     import keras
 
     from l40sbench.backends.tf_flops import forward_gflops
 
     spec = MODELS.get(name)
     model = spec.build()
+    if on_built is not None:
+        on_built(spec, model)
     facts = {"model": name, "size": spec.size, "params": int(model.count_params()),
              "gflops": forward_gflops(model, spec.size), "source": spec.source}
     del model
