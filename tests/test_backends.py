@@ -292,3 +292,35 @@ def test_a_memory_cap_on_a_gpu_is_refused_off_tensorflow():
                 check_against_machine(config, state)
         else:
             check_against_machine(config, state)
+
+
+def test_the_jax_sweep_step_trains_and_infers_on_one_device_and_refuses_more_than_it_sees(tmp_path):
+    """backends.jax.sweep_step in a jax interpreter without TensorFlow (the long tier sweeps through the CLI
+    on two devices): two train steps move the loss, inference returns its sum, a third device is refused."""
+    done = _python("""
+        import json, keras, numpy as np
+        from l40sbench.backends import jax as kernels
+        from l40sbench.synthetic.job import Job, StepSettings
+        from l40sbench.synthetic.models import MODELS
+
+        loss = keras.losses.sparse_categorical_crossentropy
+        train, names, replicas, model = kernels.sweep_step(MODELS.get("lenet"), Job("lenet", 4, 1, StepSettings(
+            backend="jax")), keras.optimizers.SGD(0.01), loss)
+        losses = [float(train()) for _ in range(3)]
+        infer, *_ = kernels.sweep_step(MODELS.get("lenet"), Job("lenet", 4, 1, StepSettings(
+            backend="jax", mode="inference")), keras.optimizers.SGD(0.01), loss)
+        try:
+            kernels.sweep_step(MODELS.get("lenet"), Job("lenet", 4, 3, StepSettings(backend="jax")),
+                               keras.optimizers.SGD(0.01), loss)
+            refused = None
+        except ValueError as exc:
+            refused = str(exc)
+        print(json.dumps({"losses": losses, "names": names, "replicas": replicas, "inferred": float(infer()),
+                          "refused": refused}))
+    """, without_tensorflow(tmp_path), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["names"] == ["cpu:0"] and out["replicas"] == 1
+    assert all(map(lambda v: v == v, out["losses"])) and out["losses"][0] != out["losses"][-1]
+    assert out["inferred"] == pytest.approx(4.0, rel=1e-3)  # softmax rows of 4 images, summed
+    assert out["refused"] == "3 devices asked, 1 cpu device(s) visible to jax"

@@ -200,3 +200,19 @@ def test_a_worker_other_than_the_chief_trains_and_writes_nothing(stand_in_runs, 
     assert result.returncode == 0, result.stderr
     assert "worker 1: trained with the others (weight checksum 1234.5)" in result.stderr
     assert not (tmp_path / "w1").exists() and stand_in_runs["configs"][0].runtimes == ("tf",)
+
+
+def test_replica_spread_is_the_largest_difference_between_any_variables_copies():
+    """As MirroredStrategy's variables hold them: Keras 3 wraps the distributed variable (`.value`), a tf_keras
+    weight is one (`value()` a method); the long tier reads real replicas' copies."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from l40sbench.backends.placement import replica_spread
+
+    keras3 = SimpleNamespace(value=SimpleNamespace(values=(np.array([1.0, 2.0]), np.array([1.0, 2.5]))))
+    tf_keras = SimpleNamespace(value=lambda: None, values=(np.zeros(3), np.zeros(3), np.array([0.0, -0.75, 0.0])))
+    single = SimpleNamespace(value=np.array([4.0]))  # one copy: nothing to differ
+    assert replica_spread([keras3, tf_keras, single]) == 0.75
+    assert replica_spread([keras3]) == 0.5 and replica_spread([single]) == 0.0

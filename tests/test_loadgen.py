@@ -232,6 +232,48 @@ def test_the_search_answers_0_when_a_failing_run_was_nearly_idle():
     assert busy[:3] == [10.0, 5.0, 2.5] and busy[-1] * 0.4 < 0.1 * 2  # halved until the SUT sat nearly idle
 
 
+def _searched(monkeypatch, tmp_path, capacity, probe_p50_ms=4.0, confirm_figures=None):
+    """run_job's --find-max-qps path with LoadGen's runs stood in for: (its figures, every run as (qps, queries))."""
+    from l40sbench.loadgen import child
+
+    runs = []
+    server = _server_at(capacity)
+
+    def run_test(calls, images, job, folder, target_qps=None, duration_s=None, min_queries=None, on_progress=None):
+        runs.append((target_qps, min_queries, duration_s))
+        figures = {**server(target_qps), "queries": 600, "early_stopping": {"lines": []}}
+        if min_queries is not None and duration_s is None and confirm_figures is not None:  # a confirming run
+            figures = {**figures, **confirm_figures}
+        return figures
+
+    monkeypatch.setattr(child, "run_test", run_test)
+    job = Job("server", 1, 0.0, 1, 10.0, None, latency_bound_ms=100, find_max_qps=True, start_qps=100,
+              probe_p50_ms=probe_p50_ms)
+    return child.run_job([None], [], job, tmp_path, lambda tag: None), runs
+
+
+def test_a_search_then_a_confirming_run_at_the_rate_found(monkeypatch, tmp_path):
+    figures, runs = _searched(monkeypatch, tmp_path, capacity=250.0)
+    search = figures["search"]
+    assert 250.0 / 1.05 <= search["max_valid_qps"] <= 250.0 and search["why_zero"] == ""
+    assert search["confirmed_at_qps"] == search["search_qps"] and figures["result"] == "VALID"
+    assert all(duration is not None for _, _, duration in runs[:-1]) and runs[-1][2] is None  # short, then full
+
+
+def test_a_model_slower_than_the_bound_is_not_searched_and_says_why(monkeypatch, tmp_path):
+    figures, runs = _searched(monkeypatch, tmp_path, capacity=250.0, probe_p50_ms=150.0)
+    assert figures["search"]["max_valid_qps"] == 0.0 and "above the 100 ms bound" in figures["search"]["why_zero"]
+    assert runs == [(25.0, None, None)]  # one run at a quarter of the probe's rate shows LoadGen's verdict
+
+
+def test_confirming_runs_short_of_early_stopping_say_how_many_queries_would_do(monkeypatch, tmp_path):
+    short = {**read_summary(_EARLY_STOPPING_SHORT), "queries": 500}
+    figures, runs = _searched(monkeypatch, tmp_path, capacity=250.0, confirm_figures=short)
+    why = figures["search"]["why_zero"]
+    assert figures["search"]["max_valid_qps"] == 0.0 and why.startswith("the confirming runs were INVALID")
+    assert "asks for 657 more queries" in why and "--min-queries 1157 or more" in why
+
+
 _EARLY_STOPPING_SHORT = """Result is : INVALID
   Performance constraints satisfied : Yes
   Min duration satisfied : Yes

@@ -62,6 +62,18 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
         assert heading in text
 
 
+def _drawn(path):
+    """A valid image of plausible size with something drawn on it."""
+    with Image.open(path) as image:
+        image.verify()
+    with Image.open(path) as image:
+        width, height = image.size
+        assert 500 <= width <= 3000 and 300 <= height <= 3000, (path.name, image.size)
+        colours = image.convert("L").getextrema()
+        assert colours[1] - colours[0] > 100, path.name  # drawn, not blank
+    assert path.stat().st_size > 15_000, path.name
+
+
 def test_every_plot_is_a_valid_image_of_plausible_size(report):
     out, text = report
     expected = {"epoch_times_classify.png", "epoch_times_detect.png", "latency_classify.png", "latency_detect.png",
@@ -71,14 +83,7 @@ def test_every_plot_is_a_valid_image_of_plausible_size(report):
     assert {p.name for p in out.glob("*.png")} == expected
     for name in expected:
         assert f"]({name})" in text, name
-        with Image.open(out / name) as image:
-            image.verify()
-        with Image.open(out / name) as image:
-            width, height = image.size
-            assert 500 <= width <= 3000 and 300 <= height <= 3000, (name, image.size)
-            colours = image.convert("L").getextrema()
-            assert colours[1] - colours[0] > 100, name  # drawn, not blank
-        assert (out / name).stat().st_size > 15_000, name
+        _drawn(out / name)
 
 
 def test_the_leadergpu_tables_sit_side_by_side_and_are_priced(report):
@@ -114,3 +119,35 @@ def test_bad_report_input_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "file").write_text("x")
     assert_one_line_exit_2(cli_in_process("report", "l40s", "--out", tmp_path / "file" / "r"), "cannot write results to")
     assert not (tmp_path / "r").exists()
+
+
+def test_the_series_and_plots_of_a_devices_list_and_of_loadgen_server_and_offline_tests(tmp_path):
+    """What the long tier's real --devices and LoadGen runs feed the report, from hand-made blocks: each
+    curve's points and a drawn plot."""
+    from l40sbench.core.scaling import scaling
+    from l40sbench.report import plots, series
+
+    records = [{"base": "vgg19", "devices": {"replicas": n, "kind": "GPU"}, "train": {"steady_epoch_seconds": t}}
+               for n, t in ((1, 8.0), (2, 5.0), (4, 3.0))]
+    for record, block in zip(records, scaling(records)):
+        record["scaling"] = block
+    lone = {"base": "xception", "scaling": scaling([{"devices": {"replicas": 1}, "train": {}}])[0]}
+    groups = series.scaling_groups([("here", r) for r in records] + [("there", lone)])
+    assert list(groups) == ["vgg19 — here"] and len(groups["vgg19 — here"]) == 3  # one count alone is no curve
+    _drawn(plots.epoch_vs_devices({"vgg19 — here": [(r["scaling"]["devices"], r["scaling"]["epoch_seconds"])
+                                                   for r in records]}, tmp_path / "devices.png", "epochs"))
+
+    server = [{"runtime": "onnxruntime", "settings": {"batch": 1, "latency_bound_ms": 50},
+               "scheduled_samples_per_second": 40.0, "latency_ms": {"p50": 8.0, "p99": 30.0},
+               "search": {"steps": [{"qps": 20.0, "p50_ms": 6.0, "p99_ms": 12.0},
+                                    {"qps": 80.0, "p50_ms": 90.0, "p99_ms": 2000.0},
+                                    {"qps": 60.0, "p50_ms": None, "p99_ms": None}]}},
+              {"runtime": "tf", "settings": {}, "scheduled_samples_per_second": 10.0, "latency_ms": {"p50": 20.0}}]
+    curves = series.server_latency(server)
+    assert curves == {"onnxruntime b1": [(40.0, 8.0, 30.0), (20.0, 6.0, 12.0), (80.0, 90.0, 2000.0)], "tf b1": []}
+    _drawn(plots.latency_vs_load({"onnxruntime b1": curves["onnxruntime b1"]}, 50, tmp_path / "server.png", "server"))
+    offline = [{"runtime": "tf", "settings": {"batch": b, "workers": w}, "samples_per_second": rate}
+               for b, w, rate in ((1, 1, 30.0), (8, 1, 90.0), (8, 2, 150.0))]
+    rates = series.offline_rate(offline)
+    assert rates == {"tf": [(1, 30.0), (8, 90.0)], "tf x2 workers": [(8, 150.0)]}
+    _drawn(plots.rate_vs_batch(rates, tmp_path / "offline.png", "offline"))

@@ -257,3 +257,40 @@ def test_on_a_gpu_tf_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_referen
     expected = cpu_tf["inference"]["mean_ms"] / rows["onnxruntime"]["inference"]["mean_ms"]
     assert vs_tf["onnxruntime"] == f"{expected:.2f}x" and vs_tf["tf-cpu"] == "1.00x"
     assert "runtime tf-cpu: tf again in a child with the GPUs hidden" in capsys.readouterr().err
+
+
+def test_the_saved_model_converters_make_files_that_run_as_the_model_did(tmp_path):
+    """The detector path's three converters (tf2onnx, openvino.convert_model, the TFLite converter) on a tiny
+    Keras SavedModel; the long tier runs them on a real detector. fp32 files agree with Keras; LiteRT's int8
+    file is smaller and names its dynamic range."""
+    import keras
+    import onnxruntime
+    import openvino
+
+    from l40sbench.runtimes import export
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4, 4, 3)), keras.layers.Flatten(), keras.layers.Dense(64, "relu"),
+                              keras.layers.Dense(2, "softmax")])
+    saved = tmp_path / "saved_model"
+    model.export(str(saved), format="tf_saved_model", verbose=False)
+    images = np.random.default_rng(0).random((3, 4, 4, 3), dtype=np.float32)
+    expected = model.predict(images, verbose=0)
+
+    onnx = export.saved_model_to_onnx(saved, "fp32", tmp_path, "serving_default")
+    session = onnxruntime.InferenceSession(str(onnx.path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: images})[0]
+    assert onnx.exporter.startswith("tf2onnx.convert") and np.allclose(got, expected, atol=1e-5)
+
+    ir = export.saved_model_to_openvino(saved, "fp32", tmp_path, "serving_default")
+    compiled = openvino.Core().compile_model(str(ir.path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    got = next(iter(compiled(images).values()))
+    assert ir.precision == "fp32" and ir.size_mb > 0 and np.allclose(got, expected, atol=1e-4)
+
+    for folder in ("f", "q"):
+        (tmp_path / folder).mkdir()
+    fp32 = export.saved_model_to_litert(saved, "fp32", tmp_path / "f", "serving_default")
+    int8 = export.saved_model_to_litert(saved, "int8", tmp_path / "q", "serving_default")
+    assert int8.precision.startswith("int8 dynamic-range") and int8.size_mb < fp32.size_mb / 2
+    assert export.litert_options("fp16")[1].startswith("fp32 compute (fp16 weights")
+    assert export.saved_model_as_is(saved, "fp32", tmp_path, "serving_default").size_mb > 0

@@ -242,3 +242,30 @@ def test_a_deadline_cuts_the_running_step_keeping_its_record_and_starts_none_tha
     assert outcomes[2].reason.startswith("not started: its estimate") and "would cross the deadline" in outcomes[2].reason
     assert not (tmp_path / "03-too-long").exists()
     assert [s["status"] for s in state["steps"]] == ["ok", "cut", "skipped"]
+
+
+def test_a_sweep_step_is_set_beside_the_published_rows_and_priced_by_its_fastest_configuration():
+    """The verdict's sweep rows and the sweep's cost table, from a hand-made sweep record (the long tier's study
+    runs a real one)."""
+    from l40sbench.study import summary
+
+    def row(model, batch, devices, rate, status="ok"):
+        return {"model": model, "per_device_batch": batch, "devices": devices, "mode": "train", "status": status,
+                "images_per_second": rate if status == "ok" else None}
+
+    record = {"task": "synthetic", "stability": {"verdict": "stable"},
+              "rows": [row("resnet50", 32, 1, 100.0), row("resnet50", 64, 1, 150.0), row("alexnet", 32, 1, 0, "oom"),
+                       row("vgg16", 32, 2, 40.0)]}
+    reference = [{"task": "synthetic", "machine": "8x GTX 1080", "rows": [row("resnet50", 64, 1, 300.0)]}]
+    table = summary.rows([("sweep", record, ""), ("gone", None, "the step crashed")], reference)
+    by_figure = {r[1]: r for r in table}
+    assert by_figure["resnet50 batch 64 x1, images/s"][2:5] == ("150.0", "300.0 (8x GTX 1080)", "0.50x")
+    assert by_figure["resnet50 batch 32 x1, images/s"][3:5] == ("-", "-")  # no published row of that batch
+    assert by_figure["alexnet batch 32 x1"][2] == "oom" and by_figure["alexnet batch 32 x1"][6] == "stable"
+    assert table[-1] == ("gone", "-", "no result: the step crashed", "-", "-", "-", "-")
+    costs = {r[0]: r for r in summary.sweep_cost_rows([record], 0.5)}
+    assert set(costs) == {"resnet50", "vgg16"}  # the oom-only model has no fastest configuration
+    assert costs["resnet50"][1:4] == ("batch 64 x1", "150.0", "55m 33s")  # 500,000 images at 150/s
+    assert costs["vgg16"][4].startswith("104.17 (billed per second")  # 12,500 s = 208.3 min at 0.5 a minute
+    assert summary.sweep_cost_rows([record], None)[0][4] == "-"
+    assert summary.cost_line([record], 0.5) == ""  # a sweep-only study's cost is its table

@@ -229,7 +229,7 @@ def sweep_step(model_spec, job, optimizer, loss):
 
     devices = jax.devices()[:job.devices]
     if len(devices) < job.devices:
-        raise ValueError(f"{job.devices} devices asked, {len(jax.devices())} {devices()[0].kind} device(s) "
+        raise ValueError(f"{job.devices} devices asked, {len(jax.devices())} {jax.devices()[0].platform} device(s) "
                          "visible to jax")
     distribution = keras.distribution.DataParallel(devices=devices)
     keras.distribution.set_distribution(distribution)
