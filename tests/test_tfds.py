@@ -218,3 +218,17 @@ def test_detect_reads_a_tfds_set_as_the_voc_boxes_it_was_made_from(data_dir, tmp
     assert set(again.classes) == {"apple", "banana", "orange"} and not any(again.dropped.values())
     with pytest.raises(UserError, match="not in TFDS set"):
         tfds_detection.load_detection(ref, ("pear",), strict=False, cache_dir=tmp_path, log=lambda _: None)
+
+
+def test_a_set_tfds_knows_but_nobody_prepared_says_how_to_prepare_it(tmp_path):
+    """A registered set absent from the data dir: with no time to prepare it, the one line names the command;
+    a preparing child past its deadline is ended (no network is reached either way)."""
+    from l40sbench.data.tfds_source import TfdsRef, _prepare_bounded, open_builder
+    from l40sbench.errors import UserError
+
+    ref = TfdsRef.parse("tfds:mnist", tmp_path)
+    with pytest.raises(UserError, match=r"preparing it failed \(preparing was not attempted\); prepare it where"):
+        open_builder(ref, lambda _: None, timeout_s=0)
+    started = time.monotonic()
+    assert _prepare_bounded(ref, 0.2) == "no result within 0 s"
+    assert time.monotonic() - started < 60  # a hang guard: the child is killed at 0.2 s
