@@ -8,7 +8,7 @@ import pytest
 
 from l40sbench import cli
 from l40sbench.detect.evaluate import evaluate
-from tests.conftest import assert_csv_matches_json, assert_timing_wiring, export_dir
+from tests.conftest import assert_csv_matches_json, assert_timing_wiring, cli_in_process, export_dir
 from tests.test_classify_e2e import INFERENCE_KEYS, RESULT_KEYS, TRAIN_KEYS
 
 
@@ -119,3 +119,22 @@ def assert_export_reproduces_the_run(export, out_dir, expect_detections=True):
         assert [d["category_id"] for d in again] == [d["category_id"] for d in before]
         np.testing.assert_allclose([d["bbox"] for d in again], [d["bbox"] for d in before], atol=1e-3)
         np.testing.assert_allclose([d["score"] for d in again], [d["score"] for d in before], atol=1e-5)
+
+
+def test_infer_times_a_detector_run_again_through_its_reloaded_saved_model(tiny_runs, tmp_path):
+    """`infer` on the suite's tiny detector (a copy of its folder; the SavedModel stays where the run put it):
+    the test split read again with the run's settings, tf timed afresh as the reference, its score as the run's."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_runs["ssd_resnet50_fpn"], run)
+    before = json.loads((run / "result.json").read_text())
+    result = cli_in_process("infer", run, "--runtimes", "tf")
+    assert result.returncode == 0, result.stderr
+    assert "through the reloaded SavedModel" in result.stderr
+    after = json.loads((run / "result.json").read_text())
+    assert after["notes"]["infer_runs"][-1]["complete"] and after["inference"]["mean_ms"] == before["inference"]["mean_ms"]
+    (tf,) = [row for row in after["inference"]["runtimes"] if row["runtime"] == "tf"]
+    assert tf["status"] == "ok" and tf["inference"]["images_timed"] == before["inference"]["images_timed"]
+    assert tf["accuracy"]["detections"] == before["accuracy"]["detections"]  # the same model on the same images
+    assert tf["accuracy"]["map_50_95"] == pytest.approx(before["accuracy"]["map_50_95"], abs=1e-6)

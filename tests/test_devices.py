@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -216,3 +217,28 @@ def test_replica_spread_is_the_largest_difference_between_any_variables_copies()
     single = SimpleNamespace(value=np.array([4.0]))  # one copy: nothing to differ
     assert replica_spread([keras3, tf_keras, single]) == 0.75
     assert replica_spread([keras3]) == 0.5 and replica_spread([single]) == 0.0
+
+
+def test_two_logical_cpu_devices_train_one_keras_step_in_sync(tmp_path):
+    """tf_device.place over a CPU split in two, in a fresh interpreter (a CPU splits only before TensorFlow
+    starts): MirroredStrategy over both, a step that moves the weights, and the replicas' copies alike. The long
+    tier runs the CLI's fine-tune on 1 and 2 devices and across two workers."""
+    code = textwrap.dedent("""
+        import json, keras, numpy as np
+        from l40sbench.backends.tf_device import place
+        placement = place(2, 2)
+        with placement.scope():
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+            model.compile(optimizer=keras.optimizers.SGD(0.5), loss="sparse_categorical_crossentropy")
+        before = [np.asarray(w, np.float64) for w in model.get_weights()]
+        model.fit(np.eye(4, dtype="float32"), np.array([0, 1, 0, 1]), batch_size=4, epochs=1, verbose=0)
+        print(json.dumps({"record": placement.record(2), **placement.after_training(model.weights, before)}))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    record = facts["record"]
+    assert record["count"] == 2 and record["global_batch"] == 4 and record["strategy"] == "MirroredStrategy"
+    assert record["kind"].startswith("CPU (logical devices of one CPU") and len(record["names"]) == 2
+    assert facts["trained_weight_max_change"] > 0 and facts["replica_weight_max_difference"] == 0.0

@@ -294,3 +294,81 @@ def test_the_saved_model_converters_make_files_that_run_as_the_model_did(tmp_pat
     assert int8.precision.startswith("int8 dynamic-range") and int8.size_mb < fp32.size_mb / 2
     assert export.litert_options("fp16")[1].startswith("fp32 compute (fp16 weights")
     assert export.saved_model_as_is(saved, "fp32", tmp_path, "serving_default").size_mb > 0
+
+
+def _workload(export, mismatch=False, trained="fp32"):
+    from l40sbench.runtimes.measure import Workload
+
+    return Workload(images=[np.zeros((1, 4, 4, 3), np.uint8)], export=export, score=lambda outputs: {"top1": 0.5},
+                    mismatch=lambda mine, theirs: mismatch, warmup=0, trained_precision=trained)
+
+
+def test_each_way_a_runtime_row_can_fail_is_its_status_and_one_line(tmp_path, monkeypatch):
+    """measure_one with stand-in exports and child timings (the long tier runs the real ones): each status the
+    table can show, and why."""
+    import importlib.util
+
+    from l40sbench.core import child
+    from l40sbench.runtimes import measure
+    from l40sbench.runtimes.export import Artifact
+
+    artifact = Artifact(tmp_path / "model.onnx", 0.5, 1.0, "a converter", "fp32")
+    timing = {"precision": "fp32", "version": "9", "threads": 2, "load_seconds": 0.1, "device": "CPU",
+              "inference": None, "settings": {"threads": 2}}
+    monkeypatch.setattr(measure, "_time_in_child", lambda *args, **kwargs: (timing, {}, ""))
+
+    def row(runtime, workload, precision="fp32"):
+        return measure.measure_one(runtime, workload, precision, tmp_path / runtime, tmp_path / "in.npz", {},
+                                   lambda _: None)
+
+    ok = _workload(lambda *args: artifact)
+    assert row("onnxruntime", ok).status == "ok"
+    assert row("onnxruntime", _workload(lambda *args: artifact, mismatch=True)).status == "accuracy-mismatch"
+    assert (row("openvino", ok, "fp16").status, row("openvino", ok, "fp16").reason) == (
+        "unsupported-precision", "asked for fp16; openvino runs fp32 here")  # the child's own word on what ran
+    assert row("onnxruntime", ok, "fp16").reason == "onnxruntime takes fp32, not fp16"
+    trained = row("savedmodel", _workload(lambda *args: artifact, trained="mixed_bfloat16"))
+    assert trained.status == "unsupported-precision" and "as it was trained (mixed_bfloat16)" in trained.reason
+
+    def broken(*args):
+        raise RuntimeError("converter says no\nsecond line")
+
+    assert (row("litert", _workload(broken)).status, row("litert", _workload(broken)).reason) == (
+        "export-failed", "RuntimeError: converter says no")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real_find_spec(name, *a))
+    missing = row("openvino", ok)
+    assert missing.status == "not-installed" and "pip install 'l40sbench[runtimes]'" in missing.reason
+    monkeypatch.setattr(measure, "_time_in_child", lambda *args, **kwargs: (None, None, "the child exited 1"))
+    assert (row("onnxruntime", ok).status, row("onnxruntime", ok).reason) == ("failed", "the child exited 1")
+
+    gone = child.Outcome(-9, "", "", 1.0, False, False, 10.0, "watchdog")
+    assert measure.crash_reason("litert", gone) == "the litert child crashed (SIGKILL) while loading or running the model"
+    late = child.Outcome(None, "", "", 1.0, True, False, 10.0, "watchdog")
+    assert measure.crash_reason("litert", late, 30) == "the litert child did not finish within 30 s"
+
+
+def test_tf_on_a_gpu_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_reference(tmp_path, monkeypatch):
+    """measure_runtimes with stand-in children: where tf ran on a GPU, a tf-cpu row (CUDA_VISIBLE_DEVICES=-1)
+    comes before the rows that run on the CPU; each row is handed on as it is made."""
+    from l40sbench.core.results import RuntimeResult
+    from l40sbench.runtimes import measure
+    from l40sbench.runtimes.export import Artifact
+
+    hidden = []
+
+    def timed(runtime, *args, env=None):
+        hidden.append((runtime, (env or {}).get("CUDA_VISIBLE_DEVICES")))
+        return {"precision": "fp32", "version": "2", "threads": 2, "load_seconds": 0.1, "device": "CPU",
+                "inference": None, "settings": {"threads": 2}}, {}, ""
+
+    monkeypatch.setattr(measure, "_time_in_child", timed)
+    monkeypatch.setattr(measure, "describe", lambda row, reference: row.runtime)
+    reference = RuntimeResult("tf", "ok", precision="fp32", precision_requested="fp32", artifact="m", device="GPU")
+    export = _workload(lambda *args: Artifact(tmp_path / "model.onnx", 0.5, 1.0, "a converter", "fp32"))
+    counts = []
+    rows = measure.measure_runtimes(("tf", "onnxruntime"), export, "fp32", tmp_path, reference, lambda _: None,
+                                    lambda rows: counts.append(len(rows)))
+    assert [r.runtime for r in rows] == ["tf", measure.CPU_REFERENCE, "onnxruntime"] and counts == [1, 2, 3]
+    assert hidden == [("tf", "-1"), ("onnxruntime", None)]
+    assert rows[1].status == "ok" and rows[1].settings["gpus_hidden"] is True and rows[1].artifact == "m"
