@@ -222,3 +222,27 @@ def test_across_a_cpu_and_a_gpu_nothing_is_normalised_or_judged_and_the_devices_
                if r.figure != "status")
     back = compare.compare([gpu], [record])  # the GPU as the baseline: the CPU is 10x slower, and not judged
     assert not back.regressions and back.machines[0].startswith("the devices differ (GPU NVIDIA H200 -> CPU)")
+
+
+def test_each_loadgen_test_is_a_line_keyed_on_its_scenario_settings_and_runtime(tiny_runs):
+    """A record's LoadGen entries (hand-made here; the long tier's runs write real ones) as compare's lines: the
+    settings that make two tests the same test in the key, VALID as ok, the search's rate as a figure."""
+    from l40sbench.report.comparable import lines
+
+    record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    record["inference"]["scenarios"] = [
+        {"scenario": "server", "runtime": "tf", "result": "VALID", "precision_requested": "fp32",
+         "settings": {"batch": 1, "workers": 1, "latency_bound_ms": 50, "find_max_qps": True},
+         "samples_per_second": 40.0, "latency_ms": {"p50": 8.0, "p99": 30.0}, "search": {"max_valid_qps": 41.0}},
+        {"scenario": "server", "runtime": "onnxruntime", "result": "INVALID", "precision_requested": "fp32",
+         "settings": {"batch": 4, "workers": 2, "latency_bound_ms": 50, "target_qps": 12.5},
+         "samples_per_second": 12.0, "latency_ms": {"p50": 9.0, "p99": 80.0}},
+        {"scenario": "multi-stream", "runtime": "tf", "mode": "accuracy", "result": "VALID",
+         "settings": {"samples_per_query": 8}, "samples_per_second": None, "latency_ms": {}}]
+    found = {line.key[0]: line for line in lines(record)[-3:]}
+    searched = found["classify server (workers 1, bound 50 ms, max rate) on tf"]
+    assert searched.status == "ok" and searched.figures["max VALID qps"].value == 41.0
+    fixed = found["classify server (workers 2, bound 50 ms, 12.5 qps) on onnxruntime"]
+    assert fixed.status == "INVALID" and fixed.key[2] == 4 and fixed.figures["p99 ms"].value == 80.0
+    assert "max VALID qps" not in fixed.figures
+    assert found["classify multi-stream (workers 1, 8 per query, accuracy mode) on tf"].status == "ok"

@@ -269,3 +269,26 @@ def test_a_sweep_step_is_set_beside_the_published_rows_and_priced_by_its_fastest
     assert costs["vgg16"][4].startswith("104.17 (billed per second")  # 12,500 s = 208.3 min at 0.5 a minute
     assert summary.sweep_cost_rows([record], None)[0][4] == "-"
     assert summary.cost_line([record], 0.5) == ""  # a sweep-only study's cost is its table
+
+
+def test_resume_refuses_a_folder_that_is_not_a_studys_and_a_failed_step_says_why_in_one_line(tmp_path):
+    from l40sbench.errors import UserError
+    from l40sbench.study import run as study_run
+
+    with pytest.raises(UserError, match="is not a study folder"):
+        study_run.read_state(tmp_path)
+    (tmp_path / study_run.STATE).write_text("{torn")
+    with pytest.raises(UserError, match="cannot read"):
+        study_run.read_state(tmp_path)
+    (tmp_path / study_run.STATE).write_text('{"kind": "sweep"}')
+    with pytest.raises(UserError, match="is not a study's state \\(kind 'sweep'\\)"):
+        study_run.read_state(tmp_path)
+
+    log = tmp_path / "log.txt"
+    log.write_text("loading ...\nl40sbench: error: --limit 1 is smaller than the number of classes (2)\n")
+    assert study_run._last_error(log) == "l40sbench: error: --limit 1 is smaller than the number of classes (2)"
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: a shape mismatch\n")
+    assert "ValueError: a shape mismatch" in study_run._last_error(log)
+    log.write_text("epoch 1/10\nKilled\n")
+    assert study_run._last_error(log) == "Killed"
+    assert study_run._last_error(tmp_path / "never_written.txt") == "no output"
