@@ -27,6 +27,43 @@ pick_python() {  # $PYTHON if set, else the newest supported interpreter on the 
   return 1
 }
 
+# Which build of TensorFlow and jax: their CUDA builds (pyproject.toml's `gpu` extra) where an NVIDIA driver
+# shows a GPU (nvidia-smi lists one, or the CUDA driver's libcuda reports one), else the CPU builds.
+# L40SBENCH_BUILD=gpu or cpu forces one; the install stamp holds the choice, so a change reinstalls.
+gpu_shown() {  # prints why where a GPU is shown; $1: a python to ask libcuda with
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "nvidia-smi lists $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') GPU(s)"
+    return 0
+  fi
+  local count
+  count="$("$1" -c 'import ctypes, os
+lib = ctypes.CDLL(os.environ.get("L40SBENCH_CUDA_DRIVER") or "libcuda.so.1")
+n = ctypes.c_int(0)
+print(n.value if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 else 0)' 2>/dev/null)" || count=0
+  if [ "${count:-0}" -gt 0 ]; then echo "the CUDA driver reports $count GPU(s)"; return 0; fi
+  return 1
+}
+asker="$venv/bin/python"
+[ -x "$asker" ] || asker="$(pick_python || echo python3)"
+case "${L40SBENCH_BUILD:-auto}" in
+  gpu|cpu) build="$L40SBENCH_BUILD"; why="L40SBENCH_BUILD=$L40SBENCH_BUILD" ;;
+  auto) if why="$(gpu_shown "$asker")"; then build=gpu; else
+          build=cpu; why="no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)"; fi ;;
+  *) echo "run.sh: L40SBENCH_BUILD must be gpu, cpu or auto; got ${L40SBENCH_BUILD}" >&2; exit 2 ;;
+esac
+extras="test,runtimes,loadgen,jax"
+if [ "$build" = gpu ]; then
+  extras="$extras,gpu"
+  chosen="the GPU build (tensorflow[and-cuda] with CUDA and cuDNN wheels, jax[cuda12])"
+else
+  chosen="the CPU build (plain tensorflow and jaxlib, no CUDA wheels)"
+fi
+if [ -n "${L40SBENCH_INSTALL_DRY_RUN:-}" ]; then  # the choice and the command, nothing installed (tests/test_cli.py)
+  echo "run.sh: $chosen: $why"
+  echo "run.sh: would run: uv pip install --compile-bytecode -e \"$here[$extras]\""
+  exit 0
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   if ! python="$(pick_python)"; then
     found="${PYTHON:-python3}: $(version_of "${PYTHON:-python3}" || echo 'does not run')"
@@ -38,11 +75,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 stamp="$venv/.l40sbench-pyproject.sha256"
 # What the venv was installed from: the pins, and how (a changed recipe reinstalls, as a changed pin does).
-recipe="uv $uv_version, bytecode compiled"
+recipe="uv $uv_version, bytecode compiled, $build build"
 want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1) $recipe"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "run.sh: installing l40sbench and its pinned dependencies into $venv (first run, or pyproject.toml changed) ..." >&2
-  extras="$here[test,runtimes,loadgen,jax]"
+  echo "run.sh: installing l40sbench and its pinned dependencies into $venv (first run, pyproject.toml changed, or another build) ..." >&2
+  echo "run.sh: $chosen: $why" >&2
+  extras="$here[$extras]"
   # uv fetches and installs the same pins in parallel (about 16 s against pip's 133 s here, from the same
   # registry); pip does it where uv cannot be had or fails. Both compile every module to bytecode once, here
   # (pip does by default, uv when asked): where PYTHONDONTWRITEBYTECODE is set, as on these machines, an

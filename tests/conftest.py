@@ -211,8 +211,9 @@ TINY_RUNS = {
     "vgg19": ["classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
               "--epochs", "3", "--weights", "none", "--runtimes", "all"],
     # The same run on jax, in a fresh interpreter where TensorFlow cannot be imported (tests/test_backends.py).
+    # It runs with the stand-in CUDA driver and --devices cpu: on the CPU on purpose, though a GPU is shown.
     "vgg19-jax": ["classify", "--backend", "jax", "--base", "vgg19", "--image-size", "32", "--limit", "8",
-                  "--batch-size", "4", "--epochs", "3", "--weights", "none"],
+                  "--batch-size", "4", "--epochs", "3", "--weights", "none", "--devices", "cpu"],
     # No --epochs: without a GPU the run trains 1 epoch and projects the article's 200 (test_detect_e2e.py
     # checks that on this run's record and output). Its SavedModel is exported beside it and reloaded.
     "ssd_resnet50_fpn": ["detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4",
@@ -232,6 +233,23 @@ def without_tensorflow(folder: Path) -> dict:
     (blocked / "tensorflow").mkdir(parents=True, exist_ok=True)
     (blocked / "tensorflow" / "__init__.py").write_text(NO_TENSORFLOW)
     return {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": os.pathsep.join([str(blocked), str(REPO)])}
+
+
+def standin_driver(folder: Path) -> dict:
+    """The environment that makes l40sbench read the stand-in CUDA driver (tests/standin/libcuda.c: one NVIDIA
+    L40S that no framework can use), built once into `folder` with the C compiler; empty without one."""
+    import fcntl
+
+    library = folder / "libcuda-standin.so"
+    with open(folder / "libcuda-standin.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.exists():
+            compiler = shutil.which("cc") or shutil.which("gcc")
+            if compiler is None:
+                return {}
+            subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(REPO / "tests/standin/libcuda.c")],
+                           check=True, capture_output=True, timeout=120)
+    return {"L40SBENCH_CUDA_DRIVER": str(library)}
 
 
 def export_dir(run: Path) -> Path:
@@ -281,7 +299,7 @@ class _TinyRuns:
                 with open(self.root / f"{name}.out", "w") as out, open(self.root / f"{name}.err", "w") as err:
                     started = time.perf_counter()
                     if name in CHILD_RUNS:
-                        env = {**without_tensorflow(self.root), **CHILD_RUNS[name]}
+                        env = {**without_tensorflow(self.root), **CHILD_RUNS[name], **standin_driver(self.root)}
                         code = subprocess.run([sys.executable, "-m", "l40sbench", *argv], stdout=out, stderr=err,
                                               cwd=REPO, env=env, timeout=900).returncode
                     else:

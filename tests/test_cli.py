@@ -247,3 +247,46 @@ def test_run_sh_refuses_an_unsupported_python_in_one_line(tmp_path):
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith("run.sh: needs Python 3.11 to 3.13") and "does not run" in result.stderr
     assert not (tmp_path / ".venv").exists()
+
+
+def test_run_sh_chooses_the_gpu_build_where_a_driver_shows_a_gpu(tmp_path):
+    """run.sh's choice of build, as a dry run (L40SBENCH_INSTALL_DRY_RUN: the choice and the install command,
+    nothing installed): a stand-in nvidia-smi listing an L40S chooses the `gpu` extra, none the plain build,
+    and L40SBENCH_BUILD overrides either way."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text('#!/bin/sh\necho "GPU 0: NVIDIA L40S (UUID: GPU-40414243)"\n')
+    (fake / "nvidia-smi").chmod(0o755)
+
+    def dry_run(with_smi: bool, build: str | None = None):
+        env = {**os.environ, "L40SBENCH_INSTALL_DRY_RUN": "1",
+               "PATH": (f"{fake}{os.pathsep}" if with_smi else "") + os.environ["PATH"]}
+        env.pop("L40SBENCH_BUILD", None)
+        env.update({"L40SBENCH_BUILD": build} if build else {})
+        return subprocess.run(["bash", str(REPO / "run.sh")], capture_output=True, text=True, env=env, timeout=60)
+
+    for with_smi, build, chosen, why in [
+            (True, None, "GPU", "nvidia-smi lists 1 GPU(s)"),
+            (False, None, "CPU", "no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)"),
+            (True, "cpu", "CPU", "L40SBENCH_BUILD=cpu"),
+            (False, "gpu", "GPU", "L40SBENCH_BUILD=gpu")]:
+        done = dry_run(with_smi, build)
+        assert done.returncode == 0, done.stderr
+        choice, command = done.stdout.strip().splitlines()
+        assert choice.startswith(f"run.sh: the {chosen} build (") and choice.endswith(f"): {why}"), choice
+        extras = "test,runtimes,loadgen,jax" + (",gpu" if chosen == "GPU" else "")
+        assert command == f'run.sh: would run: uv pip install --compile-bytecode -e "{REPO}[{extras}]"'
+    done = dry_run(False, "cuda")
+    assert done.returncode == 2 and done.stderr == "run.sh: L40SBENCH_BUILD must be gpu, cpu or auto; got cuda\n"
+
+
+def test_the_gpu_extra_pins_the_cuda_builds_of_the_pinned_versions():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = {line.split("==")[0]: line.split("==")[1] for line in project["dependencies"] if "==" in line}
+    gpu = project["optional-dependencies"]["gpu"]
+    assert f"tensorflow[and-cuda]=={pins['tensorflow']}" in gpu
+    jax = [line.replace("jax==", "jax[cuda12]==") for line in project["optional-dependencies"]["jax"]
+           if line.startswith("jax==")]
+    assert sorted(line for line in gpu if line.startswith("jax[")) == sorted(jax)

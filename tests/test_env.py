@@ -25,7 +25,12 @@ def test_env_prints_the_machine_and_what_a_run_would_use(reported):
     assert facts["run_would_use"][0]["kind"] in ("CPU", "GPU") and facts["backend"] == "tensorflow"
     assert "steal_share" in facts["neighbours_now"]
     lines = text.stdout.splitlines()
-    assert lines[0].startswith("l40sbench ") and any(line.startswith("* backend tensorflow ") for line in lines)
+    # the renter's question first: what each backend would compute on (tensorflow, the default, marked)
+    assert lines[0].startswith("* tensorflow 2.20.0 would use: the CPU (") and lines[1].startswith("  jax ")
+    assert lines[0].endswith("; the CUDA driver shows no GPU") and facts["cuda_driver_version"] is None
+    assert any(line.startswith("host now: ") for line in lines[:6])
+    assert any(line.startswith("l40sbench ") for line in lines)
+    assert any(line.startswith("backend tensorflow's devices: /physical_device:CPU:0 ") for line in lines)
     assert any(line.startswith("telemetry: ") for line in lines) and any(line.startswith("neighbours now: ")
                                                                            for line in lines)
 
@@ -49,7 +54,8 @@ def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses
     assert facts["telemetry"]["source"] == "nvml" and facts["run_would_use"] == [gpu]
     text = "\n".join(env._text(facts))
     assert f"NVML board 2: NVIDIA H200 {BOARDS[2][0]} 0000:3b:00.0 (used)" in text
-    assert "* backend jax 0.11: cuda:0 NVIDIA H200 " + BOARDS[2][0] in text
+    assert "backend jax's devices: cuda:0 NVIDIA H200 " + BOARDS[2][0] in text
+    assert text.startswith("* jax 0.11 would use: GPU 0 NVIDIA H200 140 GB\n  tensorflow: not installed\n")
 
 
 def test_env_refuses_a_bad_flag_in_one_line():

@@ -105,3 +105,17 @@ def test_a_process_spinning_beside_a_phase_is_named_on_this_machine():
     busy = record["neighbours"]["busy"]
     assert pid in [p["pid"] for p in busy["busy_processes"]], busy
     assert any(f"(pid {pid}) used" in reason for reason in phases.reasons())
+
+
+def test_a_gpu_process_seen_at_both_ends_is_listed_once_per_board(tmp_path):
+    """NVML lists pid 7 on board 0 at the window's start and end, and on board 1 at its end: two entries, one
+    reason (env --json printed it twice before)."""
+    root = tmp_path / "proc"
+    _proc(root, [1000, 0, 0, 1000, 0, 0, 0, 0], [(7, 1, "trainer", 100)])
+    readings = iter([[{"pid": 7, "board": 0, "memory_mb": 900}],
+                     [{"pid": 7, "board": 0, "memory_mb": 950}, {"pid": 7, "board": 1, "memory_mb": 10}]])
+    watch = Watch(lambda: next(readings), root=root, cores=2, me=10)
+    start = watch.snapshot(0.0)
+    block = watch.between(start, watch.snapshot(1.0))
+    assert [(p["pid"], p["board"]) for p in block["gpu_processes"]] == [(7, 0), (7, 1)]
+    assert [r for r in block["reasons"] if "pid 7 on GPU" in r] == ["pid 7 on GPU 1 (10 MB)"]

@@ -86,12 +86,16 @@ def set_random_seed(seed: int) -> None:
 
 def facts(name: str | None = None) -> dict:
     """The Keras backend this process computes on (`name`, else keras' if loaded) and its version; off
-    tensorflow, its devices too."""
+    tensorflow, its devices too; the command's device choice where the driver showed GPUs or the CPU was
+    chosen (backends.gpu_gate)."""
+    from l40sbench.backends.gpu_gate import recorded
+
     keras = sys.modules.get("keras")
     name = name or (keras.backend.backend() if keras is not None else None)
+    choice = {"device_choice": recorded()} if recorded() else {}
     if name is None:
-        return {"backend": None, "backend_version": None}
-    found = {"backend": name, "backend_version": load(name).version()}
+        return {"backend": None, "backend_version": None, **choice}
+    found = {"backend": name, "backend_version": load(name).version(), **choice}
     if name != "tensorflow":  # TensorFlow's own block (core.env) lists its physical devices
         found["devices"] = [{**d.to_dict(), "type": d.kind} for d in load(name).devices()]
     return found

@@ -61,6 +61,28 @@ def devices() -> list[Device]:
     return found
 
 
+def gpu_view():
+    """How many GPUs jax sees, and where none, why: no CUDA plugin (jaxlib alone is a CPU build), or the
+    plugin's own error."""
+    import importlib.util
+
+    import jax
+
+    from l40sbench.backends.gpu_gate import View, first_line
+
+    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
+    plugins = [name for name in ("jax_cuda12_plugin", "jax_cuda13_plugin") if importlib.util.find_spec(name)]
+    built = plugins[0].split("_")[1].removeprefix("cuda") if plugins else None
+    if gpus:
+        return View(len(gpus), None, built)
+    if not plugins:
+        return View(0, "jaxlib is its CPU build: jax's CUDA plugin (jax-cuda12-plugin) is not installed")
+    try:
+        return View(len(jax.devices("cuda")), None, built)
+    except RuntimeError as exc:
+        return View(0, first_line(exc), built)
+
+
 def _wait(*output: object) -> None:
     import jax
 

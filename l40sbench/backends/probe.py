@@ -1,4 +1,5 @@
-"""`python -m l40sbench.backends.probe NAME`: the devices Keras backend NAME would compute on, as one JSON line.
+"""`python -m l40sbench.backends.probe NAME`: the devices Keras backend NAME would compute on, its version and
+how many GPUs it sees (and where none, why: backends.gpu_gate.View), as one JSON line.
 
 A child process per backend: each framework claims its devices when imported, and `env` asks all of them
 side by side without loading any in its own process.
@@ -13,7 +14,15 @@ from l40sbench.backends import load
 
 
 def main(name: str) -> int:
-    print(json.dumps([d.to_dict() for d in load(name).devices()]))
+    from l40sbench.backends.gpu_gate import View, first_line
+
+    module = load(name)
+    view = module.gpu_view()
+    try:
+        devices = [d.to_dict() for d in module.devices()]
+    except Exception as exc:  # a framework that cannot start: the view carries why, once
+        devices, view = [], view if view.said else View(0, first_line(exc), view.built_for)
+    print(json.dumps({"version": module.version(), "view": view.to_dict(), "devices": devices}))
     return 0
 
 

@@ -69,7 +69,7 @@ def run(args) -> int:
     BASES.get(config.base)  # an unknown base fails before anything is loaded
     if config.backend == "tensorflow":
         return run_device_counts("classify", config, device_counts(args.devices))
-    if args.devices not in ((1,), ("all",)):
+    if args.devices not in ((1,), ("all",), ("cpu",)):
         raise UserError(f"--devices {','.join(map(str, args.devices))}: "
                         f"{ONE_DEVICE_OFF_TENSORFLOW.format(backend=config.backend)}")
     return run_device_counts("classify", config, (1,))

@@ -73,14 +73,27 @@ def add_backend_flag(p, note: str = "") -> None:
 
 
 def backend_flag(args, task: str) -> str:
-    """--backend, else $KERAS_BACKEND, else tensorflow; detection refuses any but tensorflow."""
+    """--backend, else $KERAS_BACKEND, else tensorflow; detection refuses any but tensorflow. Then the device
+    choice (gate_devices): a backend that cannot use the GPUs the driver shows stops the command here."""
     from l40sbench.backends import requested
 
     name = requested(args.backend)
     if task == "detect" and name != "tensorflow":
         raise UserError(f"detect runs on the tensorflow backend only (Model Garden is TensorFlow's); got {name} "
                         f"from {'--backend' if args.backend else 'KERAS_BACKEND'}")
+    gate_devices(args, name)
     return name
+
+
+def gate_devices(args, backend: str) -> dict:
+    """Before anything is measured: --devices cpu hides the GPUs from `backend`; otherwise a backend that sees
+    none of the GPUs the CUDA driver shows stops the command in one line (backends.gpu_gate)."""
+    from l40sbench.backends.gpu_gate import choose
+
+    choice = choose(backend, cpu=getattr(args, "devices", None) == (CPU_DEVICES,))
+    if choice.get("why") == "--devices cpu" and choice["gpus_present"]:
+        log(f"--devices cpu: on the CPU, though the CUDA driver shows {len(choice['gpus_present'])} GPU(s)")
+    return choice
 
 
 def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
@@ -99,13 +112,21 @@ def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
                         "so in its row (default: fp32)")
 
 
+CPU_DEVICES = "cpu"
+# What every command that computes says of --devices cpu and of picking GPUs.
+CPU_HELP = ("cpu: on the CPU on purpose, though the CUDA driver shows GPUs (the record says which); where the "
+            "driver shows GPUs the backend cannot use, the command stops before measuring and says why. "
+            "CUDA_VISIBLE_DEVICES picks the GPUs a run may use")
+
+
 def add_device_flags(p, hosts: bool) -> None:
     """--devices (and, where the pipeline runs across hosts, --worker-hosts and --task-index)."""
-    p.add_argument("--devices", type=device_list, default=(1,), metavar="N|all|LIST",
+    p.add_argument("--devices", type=device_list, default=(1,), metavar="N|all|LIST|cpu",
                    help="train on N devices under tf.distribute.MirroredStrategy, the batch given per device "
                         "(global batch = batch x N): N GPUs, or N logical devices of the CPU where there is no "
                         "GPU (they share its cores); all: every GPU; a list such as 1,2,4 runs once per count "
-                        "and reports the scaling efficiency. Inference stays on one device (default: 1)")
+                        f"and reports the scaling efficiency; {CPU_HELP}. Inference stays on one device "
+                        "(default: 1)")
     if hosts:
         p.add_argument("--worker-hosts", type=name_list, default=(), metavar="HOST:PORT,...",
                        help="train across hosts with MultiWorkerMirroredStrategy: start the same command on every "
@@ -113,12 +134,26 @@ def add_device_flags(p, hosts: bool) -> None:
         p.add_argument("--task-index", type=int, default=0, help="this host's index in --worker-hosts (default: 0)")
 
 
+def add_cpu_flag(p) -> None:
+    """--devices for a command that computes on one device: the GPU where the backend can use it, or cpu."""
+    p.add_argument("--devices", type=device_list, default=(1,), metavar="1|cpu",
+                   help=f"1: one device, the first GPU where there is one, else the CPU; {CPU_HELP} (default: 1)")
+
+
+def one_device(args) -> None:
+    """add_cpu_flag's --devices: 1 or cpu."""
+    if args.devices not in ((1,), (CPU_DEVICES,)):
+        raise UserError(f"--devices takes 1 or cpu here. Received: {','.join(map(str, args.devices))}")
+
+
 def device_list(text: str) -> tuple:
-    return ("all",) if text.strip() == "all" else int_list(text)
+    return (text.strip(),) if text.strip() in ("all", CPU_DEVICES) else int_list(text)
 
 
 def device_counts(values: tuple) -> tuple[int, ...]:
-    """--devices as counts: `all` is every GPU (TensorFlow asked), or 1 where there is none."""
+    """--devices as counts: `all` is every GPU (TensorFlow asked), or 1 where there is none; cpu is one."""
+    if values == (CPU_DEVICES,):
+        return (1,)
     if values != ("all",):
         if min(values) < 1:
             raise UserError(f"--devices must be at least 1. Received: {min(values)}")

@@ -72,7 +72,8 @@ def _backends(started: tuple[dict, dict] | None = None) -> dict:
             found[name]["error"] = f"no answer in {PROBE_SECONDS} s"
             continue
         if child.returncode == 0 and out.strip():
-            found[name]["devices"] = json.loads(out.strip().splitlines()[-1])
+            answer = json.loads(out.strip().splitlines()[-1])
+            found[name].update(devices=answer["devices"], gpu_view=answer["view"])
         else:
             found[name]["error"] = (err.strip().splitlines() or ["no output"])[-1]
     return found
@@ -89,10 +90,31 @@ def _telemetry(used) -> dict:
 
         pynvml.nvmlInit()
         used_uuids = {b["uuid"] for b in (found.facts or {}).get("boards", [])} if found else set()
-        block["nvml_boards"] = [{**b.describe(), "used": b.uuid in used_uuids} for b in nvml_boards(pynvml)]
+        block["nvml_boards"] = [{**b.describe(), **_board_now(pynvml, b.handle), "used": b.uuid in used_uuids}
+                                for b in nvml_boards(pynvml)]
+        block["nvml_driver"] = _reading(lambda: _decoded(pynvml.nvmlSystemGetDriverVersion()))
     except Exception as exc:  # no driver, no library: the reason is the answer
         block["nvml_boards"] = f"unavailable: {type(exc).__name__}: {exc}"
     return block
+
+
+def _decoded(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _board_now(nvml, handle) -> dict:
+    """A board's power limit and its SM clock now and at most: what a run's figures on it hang on."""
+    return {"power_limit_w": _reading(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
+            "sm_clock_mhz": _reading(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+            "max_sm_clock_mhz": _reading(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM))}
+
+
+def _reading(read):
+    """One NVML reading, None where the board or driver does not say."""
+    try:
+        return read()
+    except Exception:
+        return None
 
 
 def _neighbours() -> dict:
@@ -154,28 +176,68 @@ def collect(backend: str, measure_peak: bool) -> dict:
         "backend": backend, "backends": backends,
         "run_would_use": [d.to_dict() for d in used],
         "cuda_driver_gpus": [vars(d) for d in cuda_driver.devices()],
+        "cuda_driver_version": cuda_driver.driver_version(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
         "telemetry": telemetry, "neighbours_now": neighbours, "peak": _peak(backend, measure_peak),
     }
 
 
+def would_use(name: str, block: dict, gpus: list[dict]) -> str:
+    """One backend's answer to the renter's question: what a run would compute on now, and where the driver
+    shows GPUs it cannot use, why and the fix."""
+    from l40sbench.backends.gpu_gate import FIX, shown_text
+
+    head = f"{name} {block['version']} would use:"
+    if not block["installed"]:
+        return f"{name}: not installed"
+    if "error" in block:
+        return f"{head} unknown: asking it failed: {block['error']}"
+    view = block.get("gpu_view") or {}
+    on_gpu = [d for d in block["devices"] if d["kind"] == "GPU"]
+    if on_gpu:
+        return f"{head} " + "; ".join(f"GPU {d['index']} {d['model']}" + (f" {d['memory_mb'] / 1024:.0f} GB" if
+                                      d.get("memory_mb") else "") for d in on_gpu)
+    cpu = f"{head} the CPU ({block['devices'][0]['model']})" if block["devices"] else f"{head} the CPU"
+    if not gpus:
+        return f"{cpu}; the CUDA driver shows no GPU"
+    return f"{cpu}, though the driver shows {shown_text(gpus)}: {view.get('said') or 'no reason given'}; fix: {FIX[name]}"
+
+
+def _first_lines(facts: dict) -> list[str]:
+    """What a run would compute on, on each installed backend (the chosen one marked *), the driver and what
+    each backend was built for, the boards' power limits and clocks, and whether the host is quiet now."""
+    gpus = facts["cuda_driver_gpus"]
+    lines = [("* " if name == facts["backend"] else "  ") + would_use(name, block, gpus)
+             for name, block in facts["backends"].items()]
+    built = ", ".join(f"{name} CUDA {(b.get('gpu_view') or {}).get('built_for')}" for name, b in facts["backends"].items()
+                      if (b.get("gpu_view") or {}).get("built_for"))
+    lines.append(f"CUDA driver: {facts['cuda_driver_version'] or 'none'}"
+                 + (f" (NVML driver {facts['telemetry']['nvml_driver']})" if facts["telemetry"].get("nvml_driver") else "")
+                 + (f"; built for: {built}" if built else ""))
+    boards = facts["telemetry"]["nvml_boards"]
+    for b in boards if isinstance(boards, list) else ():
+        clocks = (f"SM clock {b['sm_clock_mhz']} of {b['max_sm_clock_mhz']} MHz" if b.get("sm_clock_mhz") is not None
+                  else "SM clock not read")
+        limit = f"power limit {b['power_limit_w']:.0f} W" if b.get("power_limit_w") is not None else "power limit not read"
+        lines.append(f"  {b['name']} ({b['uuid']}): {limit}, {clocks}")
+    reasons = facts["neighbours_now"]["reasons"]
+    lines.append("host now: busy, figures taken now would be unstable: " + "; ".join(reasons) if reasons
+                 else "host now: quiet (no neighbour over the stability limits)")
+    return lines
+
+
 def _text(facts: dict) -> list[str]:
-    lines = [f"l40sbench {facts['l40sbench']} (commit {facts['suite_commit']})",
+    lines = [*_first_lines(facts), "",
+             f"l40sbench {facts['l40sbench']} (commit {facts['suite_commit']})",
              f"python {facts['python']} on {facts['os']}", f"cpu: {facts['cpu']} ({facts['cpu_count']} cores)",
              "versions: " + ", ".join(f"{k} {v}" for k, v in facts["versions"].items() if v)]
     for name, block in facts["backends"].items():
-        mark = "*" if name == facts["backend"] else " "
-        if not block["installed"]:
-            lines.append(f"{mark} backend {name}: not installed")
-        elif "error" in block:
-            lines.append(f"{mark} backend {name} {block['version']}: {block['error']}")
-        else:
-            shown = "; ".join(f"{d['name']} {d['model']}" + (f" {d['uuid']}" if d.get("uuid") else "")
-                              for d in block["devices"])
-            lines.append(f"{mark} backend {name} {block['version']}: {shown}")
+        if block.get("devices"):
+            lines.append(f"backend {name}'s devices: " + "; ".join(
+                f"{d['name']} {d['model']}" + (f" {d['uuid']}" if d.get("uuid") else "") for d in block["devices"]))
     gpus = facts["cuda_driver_gpus"]
-    lines.append("CUDA driver: " + ("; ".join(f"{g['ordinal']}: {g['name']} {g['uuid']} {g['memory_mb']:.0f} MB"
+    lines.append("CUDA driver's GPUs: " + ("; ".join(f"{g['ordinal']}: {g['name']} {g['uuid']} {g['memory_mb']:.0f} MB"
                                               for g in gpus) if gpus else "no GPU visible to this process"))
     t = facts["telemetry"]
     lines.append(f"telemetry: {t['source']}" if t["source"] else f"telemetry: none ({t['why_none']})")
@@ -202,6 +264,9 @@ def run(args) -> int:
 
     backend = requested(args.backend)
     if args.peak:
+        from l40sbench.cli.common import gate_devices
+
+        gate_devices(args, backend)
         log(f"measuring this device's peak on {backend} ...")
     facts = collect(backend, args.peak)
     if args.json:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import EXIT_INTERRUPTED, add_runtime_flags, finite, float_list, int_list, log, name_list
+from l40sbench.cli.common import (
+    EXIT_INTERRUPTED,
+    add_cpu_flag,
+    add_runtime_flags,
+    finite,
+    float_list,
+    gate_devices,
+    int_list,
+    log,
+    name_list,
+    one_device,
+)
 from l40sbench.errors import UserError
 
 
@@ -22,6 +33,7 @@ def add(subparsers) -> None:
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished classify or detect run folder")
     add_runtime_flags(p, default=("all",))
+    add_cpu_flag(p)
     _add_scenario_flags(p)
     p.set_defaults(func=run)
 
@@ -105,7 +117,9 @@ def run(args) -> int:
     from l40sbench.runtimes.registry import resolve
 
     resolve(args.runtimes)  # an unknown name fails before anything is read
+    one_device(args)
     load = _load_config(args)
+    gate_devices(args, "tensorflow")  # the reference, tf, runs here
     saved: dict = {}
 
     def save(record: dict) -> None:

@@ -11,7 +11,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from l40sbench.cli.common import finite, log, prepare_output_dir
+from l40sbench.cli.common import (
+    add_backend_flag,
+    add_cpu_flag,
+    finite,
+    gate_devices,
+    log,
+    one_device,
+    prepare_output_dir,
+)
 from l40sbench.errors import UserError
 
 
@@ -47,9 +55,9 @@ def add(subparsers) -> None:
     p.add_argument("--data-classify", metavar="DIR", help="classify's data (as classify --data); the stand-in otherwise")
     p.add_argument("--data-detect", metavar="DIR", help="detect's data (as detect --data); the stand-in otherwise")
     p.add_argument("--price-per-minute", type=finite, metavar="PRICE", help="this machine's rental price a minute")
-    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default="tensorflow",
-                   help="Keras backend for classify and the sweep; detection needs TensorFlow and is skipped on "
-                        "another backend (default: tensorflow)")
+    add_backend_flag(p, note=" for classify and the sweep; detection needs TensorFlow and is skipped on another "
+                             "backend")
+    add_cpu_flag(p)
     p.set_defaults(func=run)
 
 
@@ -101,6 +109,7 @@ def check_inputs(args) -> None:
 
 
 def run(args) -> int:
+    from l40sbench.backends import requested
     from l40sbench.core.startup import CommandClock
     from l40sbench.study import plan as plans
     from l40sbench.study.run import KIND, read_state
@@ -115,6 +124,7 @@ def run(args) -> int:
     if args.price_per_minute is not None and args.price_per_minute <= 0:
         raise UserError(f"--price-per-minute must be above 0. Received: {args.price_per_minute:g}")
     check_inputs(args)
+    one_device(args)
     if args.resume is not None:
         state = read_state(args.resume)
         if args.study is None:  # the folder names its study and how it was planned
@@ -124,7 +134,9 @@ def run(args) -> int:
                             f"not {args.study}{' --quick' if args.quick else ''}")
         root, plan = args.resume, plans.Plan.from_dict(state["plan"])
         args.backend = state["backend"]
+        gate_devices(args, args.backend)
     else:
+        args.backend = requested(args.backend)
         root = args.output_dir or Path("results") / f"study-{args.study}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         state = {"kind": KIND, "study": args.study, "quick": args.quick, "budget_s": budget, "backend": args.backend}
         only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
@@ -135,6 +147,7 @@ def run(args) -> int:
             return plan.only(only) if only else plan
 
         planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
+        gate_devices(args, args.backend)
         with tempfile.TemporaryDirectory() as scratch:  # the folder is made once the plan is known to fit
             machine = _machine(Path(scratch) / "peak.json", args.backend)
             plan = planned(machine)

@@ -7,10 +7,14 @@ import os
 from pathlib import Path
 
 from l40sbench.cli.common import (
+    CPU_DEVICES,
+    CPU_HELP,
     EXIT_INTERRUPTED,
     add_backend_flag,
     backend_flag,
+    device_list,
     finite,
+    gate_devices,
     int_list,
     log,
     make_config,
@@ -49,7 +53,8 @@ def add(subparsers) -> None:
                         f"(default: the study's GPU-count table, {','.join(STUDY_DEVICE_TABLE)})")
     p.add_argument("--batch-sizes", type=int_list,
                    help=f"per-device batch sizes (default: the study's, {','.join(map(str, STUDY_BATCH_SIZES))})")
-    p.add_argument("--devices", type=int_list, help="device counts, e.g. 1,2,4,8 (default: 1)")
+    p.add_argument("--devices", type=device_list, metavar="LIST|cpu",
+                   help=f"device counts, e.g. 1,2,4,8; {CPU_HELP} (default: 1)")
     p.add_argument("--mode", choices=("train", "inference"), help="SGD training steps (default) or forward passes")
     p.add_argument("--precision", choices=PRECISIONS, help="mixed-precision policy (default: fp32)")
     p.add_argument("--xla", action="store_true", default=None, help="compile the step with XLA (jit_compile)")
@@ -86,6 +91,12 @@ def _cluster_from_env() -> tuple[tuple[str, ...], int]:
         raise UserError(f"TF_CONFIG is not the JSON tf.distribute expects: {exc}") from None
 
 
+def _counts(devices: tuple | None) -> tuple[int, ...]:
+    if devices == ("all",):
+        raise UserError("--devices all: give the sweep's counts, e.g. 1,2,4,8")
+    return (1,) if devices in (None, (CPU_DEVICES,)) else devices
+
+
 def run(args) -> int:
     from l40sbench.synthetic.config import STUDY_BATCH_SIZES, SweepConfig
     from l40sbench.synthetic.job import StepSettings
@@ -108,6 +119,7 @@ def run(args) -> int:
             config = SweepConfig.from_dict({**saved, "output_dir": str(args.resume)})
         except (TypeError, ValueError) as exc:
             raise UserError(f"cannot resume {args.resume}: its {SWEEP_FILE} does not hold a sweep's settings ({exc})") from None
+        gate_devices(args, config.settings.backend)
     else:
         hosts, index = (args.worker_hosts, args.task_index or 0) if args.worker_hosts else _cluster_from_env()
         if args.task_index is not None and not args.worker_hosts and not hosts:
@@ -115,7 +127,7 @@ def run(args) -> int:
         config = make_config(
             SweepConfig,
             models=args.models or STUDY_DEVICE_TABLE, batch_sizes=args.batch_sizes or STUDY_BATCH_SIZES,
-            devices=args.devices or (1,), settings=make_config(
+            devices=_counts(args.devices), settings=make_config(
                 StepSettings, mode=args.mode or "train", precision=args.precision or "fp32", xla=bool(args.xla),
                 optimizer=args.optimizer or "sgd", warmup_steps=10 if args.warmup_steps is None else args.warmup_steps,
                 steps=100 if args.steps is None else args.steps, memory_limit_gb=args.memory_limit,

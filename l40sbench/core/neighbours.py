@@ -139,7 +139,9 @@ class Watch:
         named = sorted(((pid, name, cpu) for pid, (name, cpu) in others.items()
                         if cpu >= NEIGHBOUR_CPU_SHARE * capacity), key=lambda x: -x[2])
         steal = steal_share(start.cpu, end.cpu)
-        gpu = [p for p in start.gpu_processes + end.gpu_processes if "pid" in p and p["pid"] not in mine]
+        # one entry per process and board, though the window's two ends both saw it
+        gpu = list({(p["pid"], p.get("board")): p for p in start.gpu_processes + end.gpu_processes
+                    if "pid" in p and p["pid"] not in mine}.values())
         seen_here = [p for p in gpu if (self._root / str(p["pid"])).exists()]
         block = {"cpu_seconds_others": sum(cpu for _, cpu in others.values()),
                  "cpu_share_others": sum(cpu for _, cpu in others.values()) / capacity,
