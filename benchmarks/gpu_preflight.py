@@ -3,7 +3,8 @@
     python benchmarks/gpu_preflight.py --backends jax,torch [--peer] [--cpu-ok] [--free-gib 16]
 
 Checks, in about 10 s (each backend's interpreter in parallel): the modules the run imports (NumPy, SciPy,
-OpenCV, matplotlib, Keras and the two wheels it brings, nvidia-ml-py, this checkout's l40sbench); Keras
+OpenCV, matplotlib, Keras and the two wheels it brings, nvidia-ml-py, this checkout's l40sbench; plotly, which
+the report page needs, as a note where missing); Keras
 importing on each backend and that backend's devices (the suite's own device records: a GPU must be among
 them); torch and timm where the peer rows run (--peer); NVML reading the boards, the driver, each board's
 free memory and power limit; the wheels' versions against this checkout's pins. --cpu-ok (the rehearsal on
@@ -26,8 +27,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MODULES = ("numpy", "scipy", "cv2", "matplotlib", "keras", "namex", "optree", "pynvml", "l40sbench")
+# What the run can do without, and what it then leaves out: a note, not a refusal.
+OPTIONAL = {"plotly": "the studies' report pages (report.md is written without them)"}
 PEER_MODULES = ("torch", "timm")
-WHEELS = ("keras", "namex", "optree")
+# What l40sbench imports that the GPU run never reaches (no TensorFlow there, so no detection; the default
+# runtime only; no LoadGen): tests/test_gpu_run.py checks that every third-party module l40sbench imports is in
+# MODULES, OPTIONAL, a backend, or here.
+NOT_ON_THE_GPU_RUN = {
+    "tensorflow": "not on the GPU machine", "tf_keras": "Model Garden's Keras 2 (detection)",
+    "official": "Model Garden (detection)", "tensorflow_datasets": "--data tfds:", "pycocotools": "detection's mAP",
+    "defusedxml": "Pascal VOC (detection)", "onnxruntime": "--runtimes", "openvino": "--runtimes",
+    "ai_edge_litert": "--runtimes", "mlperf_loadgen": "infer --scenario",
+}
+WHEELS = ("keras", "namex", "optree", "plotly", "narwhals")
 BACKEND_CHECK = """
 import json, os, sys
 import keras
@@ -96,6 +108,9 @@ def preflight(backends: list[str], peer: bool, cpu_ok: bool, free_gib: float, ti
     for module in wanted:
         wanted[module] = why = _import_error(module)
         (missing if why else ok).append(f"module {module}: {why}" if why else f"module {module}")
+    for module, without in OPTIONAL.items():
+        why = _import_error(module)
+        ok.append(f"module {module}: {why}; the run goes on without {without}" if why else f"module {module}")
     backends = [name for name in backends if not wanted[name]]  # a backend that does not import: said above
     pins = _pins()
     for wheel in WHEELS:

@@ -92,7 +92,7 @@ def main() -> int:
              "1", "--weights", "none", "--output-dir", str(run))
     peaks = [measure_env()]
     if not args.skip_infer:
-        _cli("infer", str(run), "--runtimes", args.runtimes, "--scenario", "single-stream,offline", "--batch",
+        _cli("infer", str(run), "--runtimes", args.runtimes, "--scenario", "single-stream,offline", "--max-batch-size",
              args.batches, "--duration", args.duration)
         _cli("infer", str(run), "--runtimes", args.runtimes, "--scenario", "server", "--find-max-qps", "--duration",
              args.duration, "--latency-bound-ms", "15")

@@ -37,7 +37,7 @@ def main() -> int:
             for name, extra in (("markdown", []), ("with --html", ["--html"])):
                 out = Path(scratch) / f"{round_}-{len(extra)}"
                 started = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "l40sbench", "report", *args.inputs, "--out", str(out), *extra],
+                subprocess.run([sys.executable, "-m", "l40sbench", "report", *args.inputs, "--output-dir", str(out), *extra],
                                check=True, capture_output=True, cwd=REPO)
                 walls[name].append(time.perf_counter() - started)
                 if extra:

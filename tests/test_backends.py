@@ -60,24 +60,30 @@ def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tenso
     assert result.returncode == 0 and "clean" in result.stdout, result.stderr[-3000:]
 
 
+# The GPU machine's shape on this CPU: a venv with jax and the few packages that machine has, no TensorFlow, keras
+# or plotly, and the wheels that travel there beside it (benchmarks/gpu_shape_venv.sh makes both, once).
+GPU_SHAPE = Path(os.environ.get("L40SBENCH_GPU_SHAPE", REPO / "build" / "gpu-shape"))
+TRAVELLING = ("keras", "namex", "optree", "plotly", "narwhals")
+
+
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
     """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: the preflight, the peer's Keras rows on one small
-    model, `study all --quick` on its vgg19 classification step and its sweep, the pack), where TensorFlow cannot
-    even be imported, with keras, namex and optree installed from a folder of wheels as on the GPU machine.
+    model, `study all --quick` on its vgg19 classification step and its sweep, the pack) in the GPU machine's
+    shape: its own venv (no TensorFlow), the travelling wheels installed from their folder, KERAS_BACKEND unset.
     Returns (OUT, WORK, the finished process, its wall seconds)."""
-    wheels = Path(os.environ.get("L40SBENCH_TEST_WHEELS", REPO / "build" / "test-wheels"))
-    pins = [f"{name}-{importlib.metadata.version(name)}-" for name in ("keras", "namex", "optree")]
+    python, wheels = GPU_SHAPE / "venv" / "bin" / "python", GPU_SHAPE / "wheels"
+    pins = [f"{name}-{importlib.metadata.version(name)}-" for name in TRAVELLING]
     found = [p.name for p in wheels.glob("*.whl")]
-    if not all(any(name.startswith(pin) for name in found) for pin in pins):  # no download in a test
-        pytest.skip(f"the rehearsal installs keras, namex and optree from wheels ({', '.join(pins)}) not in {wheels}: "
-                    "run `benchmarks/gpu_wheels.sh --here` once (or name a folder in L40SBENCH_TEST_WHEELS)")
+    if not python.exists() or not all(any(name.startswith(pin) for name in found) for pin in pins):  # no download
+        pytest.skip(f"the rehearsal runs in the GPU machine's shape, {GPU_SHAPE}/venv with the wheels "
+                    f"{', '.join(pins)} beside it: run `benchmarks/gpu_shape_venv.sh` once (or name its folder in "
+                    "L40SBENCH_GPU_SHAPE)")
     root = tmp_path_factory.mktemp("gpu-run")
     out, work = root / "out", root / "work"
-    # KERAS_BACKEND unset, as on the GPU machine: the script must choose the backend before keras is imported
-    env = {key: value for key, value in {**without_tensorflow(root), "GPU_RUN_TINY": "1", "WHEELS": str(wheels),
-                                         "WORK_DIR": str(work), "PYTHON": sys.executable, "TOTAL_S": "900"}.items()
-           if key != "KERAS_BACKEND"}
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KERAS_BACKEND", "PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(GPU_RUN_TINY="1", WHEELS=str(wheels), WORK_DIR=str(work), PYTHON=str(python), TOTAL_S="900")
     started = time.perf_counter()
     result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
                             text=True, env=env, timeout=1100)
@@ -168,7 +174,7 @@ def test_each_backend_keeps_its_own_peak_beside_the_file_named(gpu_run):
 
 def test_report_puts_the_backends_side_by_side(jax_run, tiny_runs, tmp_path):
     _, _, _, out = jax_run
-    result = cli_in_process("report", tiny_runs["vgg19"], out, "--out", tmp_path / "report")
+    result = cli_in_process("report", tiny_runs["vgg19"], out, "--output-dir", tmp_path / "report")
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "## Keras backends side by side" in text
@@ -229,6 +235,9 @@ def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
     printed = result.stdout
     assert f"preflight: ok       keras {importlib.metadata.version('keras')} from {work / 'site'}" in printed
     assert "preflight: everything is there" in printed and "peer: torch and timm do not both import here" in printed
+    assert f"preflight: ok       plotly {importlib.metadata.version('plotly')} from {work / 'site'}" in printed
+    assert "tensorflow" not in subprocess.run([str(GPU_SHAPE / "venv" / "bin" / "python"), "-m", "pip", "list"],
+                                              capture_output=True, text=True).stdout  # the shape: no TensorFlow
     for name in ("01-classify-vgg19", "02-synthetic-leadergpu"):
         record = json.loads((work / "study-jax" / name / "result.json").read_text())
         assert record["complete"] and record["env"]["backend"] == "jax", name
@@ -248,6 +257,12 @@ def test_the_gpu_script_runs_on_the_cpu_under_jax_without_tensorflow(gpu_run):
     assert any("the traced jaxpr" in line for line in seen["FLOP counts"])
     assert any("windows of" in line for line in seen["sweep step windows"])
     assert all(line.startswith("study-jax/") for line in seen["energy per image"])
+    import tarfile
+
+    with tarfile.open(out / "records.tar.gz") as packed:
+        names = packed.getnames()
+    assert "study-jax/report.md" in names  # it comes back; the page stays there (over the pack's 4 MiB per file)
+    assert (work / "study-jax" / "report" / "index.html").exists()  # plotly travelled, so the page is drawn
     assert wall < 900  # TOTAL_S: the command keeps its deadline
 
 

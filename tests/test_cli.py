@@ -100,7 +100,7 @@ def test_bad_flags(args, fragment, tmp_path, monkeypatch):
     (["synthetic", "--models", "lenet,lenet"], "lenet given more than once"),
     (["cost", "--throughput", "nan"], "expected a finite number, got 'nan'"),
     (["compare", "/no/such/a", "/no/such/b"], "/no/such/a"),
-    (["report", "/no/such/run", "--out", "r"], "/no/such/run"),
+    (["report", "/no/such/run", "--output-dir", "r"], "/no/such/run"),
     (["infer", "/no/such/run"], "run folder not found"),
     (["datasets", "stats", "--data", "/no/such/data"], "/no/such/data"),
 ])
@@ -290,3 +290,58 @@ def test_the_gpu_extra_pins_the_cuda_builds_of_the_pinned_versions():
     jax = [line.replace("jax==", "jax[cuda12]==") for line in project["optional-dependencies"]["jax"]
            if line.startswith("jax==")]
     assert sorted(line for line in gpu if line.startswith("jax[")) == sorted(jax)
+
+
+# One name per idea across the commands, and the spellings an idea must not have in any --help.
+IDEAS = {
+    "--output-dir": ("--out", "--output", "--outdir", "--out-dir"),
+    # --batch-sizes (the sweep's list) and --max-batch-size (infer's dynamic-batching maximum) are other ideas
+    "--batch-size": ("--batch", "--bs"),
+    "--devices": ("--device", "--gpus"),
+    "--price": ("--price-per-minute", "--price-per-hour"),
+}
+# Where each idea applies, it has its one name (commands that compute take --devices and say cpu there).
+TAKEN_BY = {
+    "--output-dir": ("classify", "detect", "synthetic", "study", "report"),
+    "--devices": ("classify", "detect", "synthetic", "study", "infer"),
+    "--backend": ("classify", "detect", "synthetic", "study", "env"),
+    "--price": ("study", "cost"),
+}
+
+
+def _shown_flags():
+    import argparse
+
+    from l40sbench.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        yield name, [a for a in parser._actions if a.option_strings and a.help != argparse.SUPPRESS
+                     and a.dest != "help"]
+
+
+def test_every_command_names_each_idea_the_same_way_and_states_every_default():
+    names = {}
+    for command, actions in _shown_flags():
+        shown = {option for action in actions for option in action.option_strings}
+        names[command] = shown
+        for canonical, others in IDEAS.items():
+            assert not shown & set(others), f"{command}: {sorted(shown & set(others))} where {canonical} is the name"
+        for action in actions:
+            if action.default not in (None, False):
+                assert "default" in (action.help or ""), f"{command} {action.option_strings}: no default stated"
+    for flag, commands in TAKEN_BY.items():
+        assert [c for c in commands if flag not in names[c]] == [], flag
+    for command in TAKEN_BY["--devices"]:
+        devices = next(a for a in dict(_shown_flags())[command] if "--devices" in a.option_strings)
+        assert "cpu: on the CPU on purpose" in devices.help and "CUDA_VISIBLE_DEVICES picks" in devices.help
+
+
+def test_an_old_spelling_still_works_for_a_release_and_says_its_new_name(tmp_path):
+    result = cli_in_process("report", "l40s", "--out", tmp_path / "r")
+    assert result.returncode == 0 and (tmp_path / "r" / "report.md").exists(), result.stderr
+    assert result.stderr.splitlines()[0] == ("notice: --out is now --output-dir, its name on every command; --out "
+                                             "goes in the next release")
+    refused = cli_in_process("infer", tmp_path / "no-run", "--scenario", "offline", "--batch", "4")
+    assert refused.stderr.startswith("notice: --batch is now --max-batch-size,")
+    assert_one_line_exit_2(refused, "no-run")

@@ -137,7 +137,7 @@ def test_a_record_with_the_right_tag_and_wrong_contents_is_one_line(tiny_runs, t
     record = change(json.loads((tiny_runs["vgg19"] / "result.json").read_text()))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(record))
-    for args in (("compare", tiny_runs["vgg19"], bad), ("report", bad, "--out", tmp_path / "report"),
+    for args in (("compare", tiny_runs["vgg19"], bad), ("report", bad, "--output-dir", tmp_path / "report"),
                  ("cost", "--results", bad, "--price", "1")):
         assert_one_line_exit_2(cli_in_process(*args), fragment)
     assert not (tmp_path / "report").exists()

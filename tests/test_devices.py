@@ -59,7 +59,7 @@ def test_classify_on_1_and_2_logical_devices_records_each_count_and_its_scaling(
 @pytest.mark.long
 def test_report_draws_epoch_time_against_devices_and_compare_keys_on_them(classify_1_2, tmp_path):
     out, _ = classify_1_2
-    report = run_cli("report", out, "--out", tmp_path / "r")
+    report = run_cli("report", out, "--output-dir", tmp_path / "r")
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "r" / "report.md").read_text()
     assert "Scaling over devices" in text and "vgg19 x2 devices" in text

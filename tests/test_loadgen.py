@@ -45,7 +45,7 @@ def every_scenario(tiny_runs, tmp_path_factory):
     """The tiny vgg19 on ONNX Runtime under all four scenarios, about 2 s each, batches of up to 8."""
     run = _copy(tiny_runs["vgg19"], tmp_path_factory.mktemp("loadgen"))
     code = cli.main(["infer", str(run), "--runtimes", "onnxruntime", "--scenario", "all", "--duration", "2",
-                     "--batch", "8"])
+                     "--max-batch-size", "8"])
     assert code == 0
     return run
 
@@ -111,7 +111,7 @@ def test_offline_batches_of_up_to_8_answer_every_sample_once(every_scenario):
 
 @SERIAL
 def test_the_tables_print_and_compare_calls_valid_to_invalid_a_regression(every_scenario, capsys):
-    assert cli.main(["report", str(every_scenario), "--out", str(every_scenario / "report")]) == 0
+    assert cli.main(["report", str(every_scenario), "--output-dir", str(every_scenario / "report")]) == 0
     text = (every_scenario / "report" / "report.md").read_text()
     assert "| LoadGen " in text and "| MLPerf rules " in text and "MLPerf rules not met:" in text
     assert "the test's minimum duration is at least 600 s" in text
@@ -382,7 +382,7 @@ def test_dynamic_batching_gathers_what_is_queued_up_to_the_batch():
     (("--scenario", "server", "--latency-bound-ms", "0"), "--latency-bound-ms must be above 0"),
     (("--scenario", "server", "--latency-bound-ms", "-5"), "--latency-bound-ms must be above 0"),
     (("--scenario", "server", "--target-qps", "0"), "--target-qps must be above 0"),
-    (("--scenario", "offline", "--batch", "0"), "--batch must be above 0"),
+    (("--scenario", "offline", "--max-batch-size", "0"), "--max-batch-size must be above 0"),
     (("--scenario", "offline", "--find-max-qps"), "--find-max-qps searches the server scenario"),
     (("--target-qps", "5"), "--target-qps goes with --scenario"),
     (("--mode", "accuracy"), "--mode goes with --scenario"),
@@ -402,8 +402,8 @@ def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp
     no_model.mkdir()
     shutil.copy(tiny_runs["vgg19"] / "result.json", no_model / "result.json")
     assert_one_line_exit_2(cli_in_process("infer", no_model, "--scenario", "offline"), "holds no fine-tuned model")
-    assert_one_line_exit_2(cli_in_process("infer", tiny_runs["ssd_resnet50_fpn"], "--scenario", "offline", "--batch", "4"),
-                           "--batch must be 1 for a detect run")
+    assert_one_line_exit_2(cli_in_process("infer", tiny_runs["ssd_resnet50_fpn"], "--scenario", "offline", "--max-batch-size", "4"),
+                           "--max-batch-size must be 1 for a detect run")
 
 
 @pytest.mark.long

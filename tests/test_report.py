@@ -16,7 +16,7 @@ def report(tiny_runs, tmp_path_factory):
     catalog = out / "offers.toml"
     catalog.write_text('[[offer]]\nname = "one CPU box"\nprice = 0.5\nunit = "hour"\ncurrency = "USD"\n')
     result = cli_in_process("report", tiny_runs["vgg19"], tiny_runs["ssd_resnet50_fpn"] / "result.json",
-                     "l40s", "leadergpu-2017", "--out", out / "r", "--catalog", catalog, "--images", "1000")
+                     "l40s", "leadergpu-2017", "--output-dir", out / "r", "--catalog", catalog, "--images", "1000")
     assert result.returncode == 0, result.stderr
     return out / "r", (out / "r" / "report.md").read_text()
 
@@ -111,13 +111,15 @@ def test_two_runs_of_one_machine_are_told_apart():
     assert inputs.machine(gpu) == "2x NVIDIA H200"
 
 
-def test_bad_report_input_is_one_line_and_exit_2(tmp_path):
-    assert_one_line_exit_2(cli_in_process("report", "/no/such/run", "--out", tmp_path / "r"),
+def test_bad_report_input_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    assert_one_line_exit_2(cli_in_process("report", "/no/such/run", "--output-dir", tmp_path / "r"),
                            "no such result file or folder: /no/such/run")
-    assert_one_line_exit_2(cli_in_process("report", tmp_path, "--out", tmp_path / "r"), "holds no result.json")
-    assert_one_line_exit_2(cli_in_process("report", "l40s"), "the following arguments are required: --out")
+    assert_one_line_exit_2(cli_in_process("report", tmp_path, "--output-dir", tmp_path / "r"), "holds no result.json")
+    monkeypatch.chdir(tmp_path)  # without --output-dir: results/<UTC time>-report-<first input>/, as every command
+    assert cli_in_process("report", "l40s").returncode == 0
+    assert [p.name.split("-", 2)[2] for p in (tmp_path / "results").iterdir()] == ["report-l40s"]
     (tmp_path / "file").write_text("x")
-    assert_one_line_exit_2(cli_in_process("report", "l40s", "--out", tmp_path / "file" / "r"), "cannot write results to")
+    assert_one_line_exit_2(cli_in_process("report", "l40s", "--output-dir", tmp_path / "file" / "r"), "cannot write results to")
     assert not (tmp_path / "r").exists()
 
 

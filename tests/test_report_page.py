@@ -6,6 +6,7 @@ import html
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def page(tiny_runs, tmp_path_factory):
     inputs = [tiny_runs["vgg19"], slower, root / "sweep", "l40s", "leadergpu-2017"]
     pages = []
     for name in ("first", "second"):  # the same records twice: the same page but for its generation time
-        result = cli_in_process("report", *inputs, "--out", root / name, "--html", "--catalog", root / "catalog.toml")
+        result = cli_in_process("report", *inputs, "--output-dir", root / name, "--html", "--catalog", root / "catalog.toml")
         assert result.returncode == 0, result.stderr[-2000:]
         pages.append((root / name / "index.html").read_text())
     return root, tiny_runs["vgg19"], pages
@@ -236,7 +237,7 @@ def test_older_records_and_several_kinds_in_one_file_are_shown_and_an_empty_set_
     kinds = tmp_path / "kinds.json"  # a classify run and a sweep in one file
     kinds.write_text(json.dumps([json.loads((vgg19 / "result.json").read_text()),
                                  json.loads((root / "sweep" / "result.json").read_text())]))
-    result = cli_in_process("report", older, kinds, "--out", tmp_path / "out", "--html")
+    result = cli_in_process("report", older, kinds, "--output-dir", tmp_path / "out", "--html")
     assert result.returncode == 0, result.stderr[-2000:]
     text = (tmp_path / "out" / "index.html").read_text()
     assert "no interval in this record (a run from before intervals were recorded)" in text
@@ -245,7 +246,7 @@ def test_older_records_and_several_kinds_in_one_file_are_shown_and_an_empty_set_
     figures = _figures(text)
     assert "plot-sweep" in figures and sorted(len(t["x"]) for t in figures["plot-classify-epoch"]["data"]) == [1, 1]
     (tmp_path / "empty.json").write_text("[]")
-    empty = cli_in_process("report", tmp_path / "empty.json", "--out", tmp_path / "none", "--html")
+    empty = cli_in_process("report", tmp_path / "empty.json", "--output-dir", tmp_path / "none", "--html")
     assert_one_line_exit_2(empty, "is not an l40sbench result")
     assert not (tmp_path / "none").exists() or not any((tmp_path / "none").iterdir())
 
@@ -255,6 +256,15 @@ def test_a_truncated_record_is_one_line_and_writes_no_page(tiny_runs, tmp_path):
     bad.mkdir()
     text = (tiny_runs["vgg19"] / "result.json").read_text()
     (bad / "result.json").write_text(text[: len(text) // 2])
-    result = cli_in_process("report", bad, tiny_runs["vgg19"], "--out", tmp_path / "out", "--html")
+    result = cli_in_process("report", bad, tiny_runs["vgg19"], "--output-dir", tmp_path / "out", "--html")
     assert_one_line_exit_2(result, "cannot read result")
     assert not (tmp_path / "out" / "index.html").exists() and not (tmp_path / "out" / "report.md").exists()
+
+
+def test_html_without_plotly_is_one_line_and_the_report_md_stays(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as where plotly is not installed
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)
+    result = cli_in_process("report", "l40s", "--output-dir", tmp_path / "r", "--html")
+    assert_one_line_exit_2(result, "--html: no report page: plotly does not import here (")
+    assert f"{tmp_path / 'r' / 'report.md'} is written" in result.stderr
+    assert (tmp_path / "r" / "report.md").exists() and not (tmp_path / "r" / "index.html").exists()

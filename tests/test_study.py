@@ -4,6 +4,7 @@ SIGKILL mid-step that --resume finishes running only the step it lacked."""
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,13 +74,31 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
 
 
 def test_plan_prints_every_step_and_the_total_and_runs_nothing(tmp_path):
-    result = run_cli("study", "all", "--plan", "--output-dir", tmp_path / "study")
+    result = run_cli("study", "all", "--plan", "--output-dir", tmp_path / "study", "--price", "1.8", "--per", "hour",
+                     env={**os.environ, "KERAS_HOME": str(tmp_path / "keras")})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("plan: study all, 7 step(s), about ") and "in all" in lines[0]
     assert sum(line.startswith(("  1. ", "  7. ")) for line in lines) == 2
     assert "l40sbench classify --base xception --image-size 299 --epochs 10 --batch-size 16" in result.stdout
+    # the preflight: what the estimates rest on, where the data and weights come from, where results go, the cost
+    device = next(line for line in lines if line.startswith("  device: the estimates rest on "))
+    assert "float32 matmul " in device and " GFLOP/s (" in device
+    assert "  classify data: the generated stand-in (made on first use; --data-classify DIR for yours)" in lines
+    assert "  detect data: the generated stand-in (made on first use; --data-detect DIR for yours)" in lines
+    assert (f"  weights: ImageNet, from Keras' cache ({tmp_path / 'keras' / 'models'}) for none; downloaded on first "
+            "use for xception, inceptionv3, vgg19 (random, with a warning, where that fails)") in lines
+    assert f"  output: {tmp_path / 'study'}" in lines
+    total = float(re.search(r"cost: about (\d+\.\d\d) for the plan's", result.stdout).group(1))
+    assert total > 0 and "at 1.8 per hour" in result.stdout
     assert not (tmp_path / "study").exists()
+
+
+def test_a_budget_that_cannot_fit_says_what_would():
+    result = cli_in_process("study", "l40s", "--plan", "--budget", "1m")
+    assert_one_line_exit_2(result, "over the budget of 1m")
+    assert re.search(r"; (--quick fits \(about [^)]+\)|--only [a-z0-9_,-]+ fits at its least|no step fits it)",
+                     result.stderr), result.stderr
 
 
 def _wait_for(condition, timeout=600):
@@ -106,8 +125,16 @@ def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
     assert finished["complete"] is True
     before = (first / "result.json").stat().st_mtime_ns
     assert_one_line_exit_2(cli_in_process("study", "leadergpu", "--resume", root), "holds study l40s --quick, not leadergpu")
-    resumed = run_cli("study", "--resume", root)  # the folder's study.json names the study and --quick
+    # the folder's study.json names the study and --quick; plotly blocked, as on the GPU machine without its wheel
+    blocked = tmp_path / "blocked" / "plotly"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('plotly is blocked in this test')\n")
+    resumed = run_cli("study", "--resume", root,
+                      env={**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked.parent), str(REPO)])})
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert ("no report page: plotly does not import here (plotly is blocked in this test); report.md holds every "
+            "table and plot") in resumed.stderr.splitlines()
+    assert not (root / "report" / "index.html").exists()
     assert "study [1/2] classify-xception: done earlier" in resumed.stderr
     assert "study [2/2] classify-vgg19: ok" in resumed.stderr
     assert (first / "result.json").stat().st_mtime_ns == before  # the finished step was not run again
@@ -122,7 +149,7 @@ def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
 
 @pytest.mark.long
 def test_the_leadergpu_study_quick_gives_the_sweep_beside_the_tables_and_its_cost_rows(tmp_path):
-    result = run_cli("study", "leadergpu", "--quick", "--price-per-minute", "0.03", "--output-dir", tmp_path / "s")
+    result = run_cli("study", "leadergpu", "--quick", "--price", "1.8", "--per", "hour", "--output-dir", tmp_path / "s")
     assert result.returncode == 0, result.stderr[-3000:]
     report = (tmp_path / "s" / "report.md").read_text()
     assert "| synthetic-leadergpu | lenet batch 4 x1, images/s" in report

@@ -36,7 +36,8 @@ def add(subparsers) -> None:
     p.add_argument("--image-size", type=int, help="square input size in pixels (default: the base's own, e.g. 299 for xception)")
     p.add_argument(
         "--weights", default="imagenet",
-        help="imagenet (Keras cache, else download, else random with a warning), none (random), or PATH of a weights file",
+        help="imagenet (Keras cache, else download, else random with a warning), none (random), or PATH of a weights "
+             "file (default: imagenet)",
     )
     p.add_argument(
         "--fine-tune", default="head",

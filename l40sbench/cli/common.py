@@ -31,6 +31,20 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class Renamed(argparse.Action):
+    """An old spelling of a flag, kept for one release: it sets the new flag's value and says so in one line.
+    Hidden from --help, where only the one name per idea shows (tests/test_cli.py checks them)."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        self.new = new  # no default of its own: the new flag's stands, whichever was added first
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        log(f"notice: {option_string} is now {self.new}, its name on every command; {option_string} goes in the "
+            "next release")
+        setattr(namespace, self.dest, values)
+
+
 def add_tfds_flags(p) -> None:
     p.add_argument("--tfds-data-dir", type=Path, metavar="DIR",
                    help="where TFDS sets are prepared (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets)")
@@ -130,7 +144,8 @@ def add_device_flags(p, hosts: bool) -> None:
     if hosts:
         p.add_argument("--worker-hosts", type=name_list, default=(), metavar="HOST:PORT,...",
                        help="train across hosts with MultiWorkerMirroredStrategy: start the same command on every "
-                            "host with the same list and its own --task-index; the chief (0) writes the record")
+                            "host with the same list and its own --task-index; the chief (0) writes the record "
+                            "(default: this host alone)")
         p.add_argument("--task-index", type=int, default=0, help="this host's index in --worker-hosts (default: 0)")
 
 

@@ -39,8 +39,8 @@ def add(subparsers) -> None:
     p.add_argument("--billing", choices=tuple(UNIT_SECONDS), default="second",
                    help="granularity the billed time is rounded up to (default: second)")
     p.add_argument("--minimum", type=finite, default=0.0, help="minimum charge per run (default: 0)")
-    p.add_argument("--model", default="-", help="model name for the table")
-    p.add_argument("--offer", default="offer", help="offer name for the table")
+    p.add_argument("--model", default="-", help="model name for the table (default: -)")
+    p.add_argument("--offer", default="offer", help="offer name for the table (default: offer)")
     p.add_argument("--devices", type=int, default=1, help="devices the price buys (for the table; default: 1)")
     p.add_argument("--energy-price", type=finite, metavar="PER_KWH",
                    help="with --results: add the energy cost of the N images at this price per kWh (in --currency), "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from l40sbench.cli.common import (
     EXIT_INTERRUPTED,
+    Renamed,
     add_cpu_flag,
     add_runtime_flags,
     finite,
@@ -46,7 +47,7 @@ def _add_scenario_flags(p) -> None:
         "load (MLPerf LoadGen)",
         "With --scenario, each runtime measured above then runs under MLPerf's LoadGen: the test images, decoded "
         "once and held in memory, are the query sample library; a queue feeds --workers callers, each gathering up "
-        "to --batch queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
+        "to --max-batch-size queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
         "and inference.scenarios in result.json gets one entry per test. Defaults are MLPerf's where it has them; "
         "LoadGen's generation hints come from each runtime's own probe.")
     g.add_argument("--scenario", type=name_list, metavar="LIST",
@@ -55,7 +56,8 @@ def _add_scenario_flags(p) -> None:
                    help=f"minimum seconds of each test (LoadGen's min_duration; default {DURATION_S:g}; MLPerf "
                         "submissions run 600)")
     g.add_argument("--min-queries", type=int, metavar="N", help="minimum queries of each test (default: LoadGen's, 100)")
-    g.add_argument("--batch", type=int_list, default=(1,), metavar="LIST",
+    g.add_argument("--batch", type=int_list, dest="batch", action=Renamed, new="--max-batch-size")
+    g.add_argument("--max-batch-size", type=int_list, dest="batch", default=(1,), metavar="LIST",
                    help="most samples one call takes (dynamic batching); a list runs one test per batch "
                         "(default: 1; single-stream is always 1)")
     g.add_argument("--batch-timeout-ms", type=finite, default=0.0, metavar="T",
@@ -76,7 +78,7 @@ def _add_scenario_flags(p) -> None:
                    help=f"multi-stream: samples in each query (default: MLPerf's, {SAMPLES_PER_QUERY})")
     g.add_argument("--expected-qps", type=finite, metavar="QPS",
                    help="offline: the rate LoadGen sizes its one query for (default: 1.5x the one-image rate, twice "
-                        "that with --batch or --workers above 1); too low ends early and INVALID")
+                        "that with --max-batch-size or --workers above 1); too low ends early and INVALID")
     g.add_argument("--mode", choices=("performance", "accuracy", "both"), default="performance",
                    help="LoadGen's test mode: performance (default), accuracy (every sample once, LoadGen's accuracy "
                         "log scored and checked against the probe's accuracy), or both, as MLPerf submissions run")
@@ -90,7 +92,7 @@ def _load_config(args):
     given = [flag for flag, value in (
         ("--min-queries", args.min_queries), ("--latency-bound-ms", args.latency_bound_ms),
         ("--target-qps", args.target_qps), ("--expected-qps", args.expected_qps), ("--find-max-qps", args.find_max_qps),
-        ("--batch", args.batch != defaults.batches), ("--workers", args.workers != defaults.workers),
+        ("--max-batch-size", args.batch != defaults.batches), ("--workers", args.workers != defaults.workers),
         ("--batch-timeout-ms", args.batch_timeout_ms != defaults.batch_timeout_ms),
         ("--duration", args.duration != defaults.duration_s),
         ("--samples-per-query", args.samples_per_query != defaults.samples_per_query),

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from l40sbench.cli.common import (
+    Renamed,
     add_backend_flag,
     add_cpu_flag,
     finite,
@@ -20,6 +21,7 @@ from l40sbench.cli.common import (
     one_device,
     prepare_output_dir,
 )
+from l40sbench.cost import UNIT_SECONDS
 from l40sbench.errors import UserError
 
 
@@ -54,7 +56,11 @@ def add(subparsers) -> None:
                    help="the study's folder (default: results/study-STUDY-<UTC time>)")
     p.add_argument("--data-classify", metavar="DIR", help="classify's data (as classify --data); the stand-in otherwise")
     p.add_argument("--data-detect", metavar="DIR", help="detect's data (as detect --data); the stand-in otherwise")
-    p.add_argument("--price-per-minute", type=finite, metavar="PRICE", help="this machine's rental price a minute")
+    p.add_argument("--price", type=finite, metavar="PRICE", help="this machine's rental price per --per, to price "
+                   "the study's work (default: none, unpriced)")
+    p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute",
+                   help="the price's time unit, as for cost (default: minute)")
+    p.add_argument("--price-per-minute", type=finite, dest="price", action=Renamed, new="--price (with --per minute)")
     add_backend_flag(p, note=" for classify and the sweep; detection needs TensorFlow and is skipped on another "
                              "backend")
     add_cpu_flag(p)
@@ -79,7 +85,62 @@ def _machine(peak_file: Path, backend: str):
                             f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     peak = json.loads(backend_file(peak_file, backend).read_text())
     gpu = peak.get("device_kind") == "GPU"
-    return Machine(peak["matmul"]["float32"]["gflops"], gpu, max(1, len(cuda_driver.devices())) if gpu else 1)
+    machine = Machine(peak["matmul"]["float32"]["gflops"], gpu, max(1, len(cuda_driver.devices())) if gpu else 1)
+    kept = os.environ.get(PEAK_FILE_VARIABLE)
+    return machine, (f"the estimates rest on {peak.get('device') or peak.get('device_kind')}, float32 matmul "
+                     f"{machine.peak_gflops:.0f} GFLOP/s ({'kept in ' + kept if kept else 'measured now'})")
+
+
+def _preflight_lines(args, plan, root: Path, rests_on: str) -> list[str]:
+    """What a plan's run would use, said before it starts: the device and peak the estimates rest on, the data
+    and weights each task reads, the output folder, and the cost where a price is given."""
+    from l40sbench.study.plan import duration
+
+    tasks = {step.task for step in plan.steps}
+    lines = [f"  device: {rests_on}"]
+    for task, flag, given in (("classify", "--data-classify", args.data_classify),
+                              ("detect", "--data-detect", args.data_detect)):
+        if task in tasks:
+            lines.append(f"  {task} data: " + (f"{given} ({flag})" if given else
+                                                f"the generated stand-in (made on first use; {flag} DIR for yours)"))
+    if "classify" in tasks:
+        lines.append("  weights: " + ("none, random (--quick): nothing is downloaded" if plan.quick else
+                                      _weights_line(plan)))
+    lines.append(f"  output: {root}" + ("" if args.plan else " (written after every step)"))
+    if args.price_per_minute is not None:
+        lines.append(f"  cost: about {args.price_per_minute * plan.total_s / 60:.2f} for the plan's "
+                     f"{duration(plan.total_s)} at {args.price:g} per {args.per}")
+    return lines
+
+
+def _weights_line(plan) -> str:
+    """Which classifiers' ImageNet weights Keras has cached, and which a run would download first."""
+    cache = Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras") / "models"
+    files = [f.name.replace("_", "") for f in cache.glob("*notop*.h5")]
+    bases = [step.argv[step.argv.index("--base") + 1] for step in plan.steps if step.task == "classify"]
+    cached = [b for b in bases if any(f.startswith(b) for f in files)]
+    fetched = [b for b in bases if b not in cached]
+    return (f"ImageNet, from Keras' cache ({cache}) for {', '.join(cached) or 'none'}; "
+            + (f"downloaded on first use for {', '.join(fetched)} (random, with a warning, where that fails)"
+               if fetched else "nothing to download"))
+
+
+def _what_fits(args, plan, machine, budget_s: float) -> str:
+    """What a budget too small for the plan could hold: --quick, or the first steps that fit at their least."""
+    from l40sbench.study import plan as plans
+
+    if not args.quick:
+        quick = plans.build(args.study, machine, quick=True, data_classify=args.data_classify,
+                            data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
+        if quick.total_s <= budget_s:
+            return f"--quick fits (about {plans.duration(quick.total_s)})"
+    names, used = [], 0.0
+    for step in plans.smallest(plan, machine).steps:
+        if used + step.estimate_s <= budget_s:
+            names.append(step.name)
+            used += step.estimate_s
+    return (f"--only {','.join(names)} fits at its least (about {plans.duration(used)})" if names
+            else "no step fits it")
 
 
 def _plan_lines(plan) -> list[str]:
@@ -121,8 +182,9 @@ def run(args) -> int:
     if args.study is not None:
         plans.check_study(args.study)  # before a resume folder is read or a peak measured
     budget = plans.parse_budget(args.budget) if args.budget is not None else None
-    if args.price_per_minute is not None and args.price_per_minute <= 0:
-        raise UserError(f"--price-per-minute must be above 0. Received: {args.price_per_minute:g}")
+    if args.price is not None and args.price <= 0:
+        raise UserError(f"--price must be above 0. Received: {args.price:g}")
+    args.price_per_minute = None if args.price is None else args.price * 60 / UNIT_SECONDS[args.per]
     check_inputs(args)
     one_device(args)
     if args.resume is not None:
@@ -149,10 +211,13 @@ def run(args) -> int:
         planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
         gate_devices(args, args.backend)
         with tempfile.TemporaryDirectory() as scratch:  # the folder is made once the plan is known to fit
-            machine = _machine(Path(scratch) / "peak.json", args.backend)
+            machine, rests_on = _machine(Path(scratch) / "peak.json", args.backend)
             plan = planned(machine)
             if budget is not None:
-                plan = plans.fit(plan, budget, machine)
+                try:
+                    plan = plans.fit(plan, budget, machine)
+                except UserError as exc:
+                    raise UserError(f"{exc}; {_what_fits(args, plan, machine, budget)}") from None
             if not args.plan:
                 prepare_output_dir(root)
                 for kept in Path(scratch).glob("peak*.json"):  # measured here (peak.json, peak.jax.json): every step reads it
@@ -160,7 +225,7 @@ def run(args) -> int:
         state["plan"] = plan.to_dict()
     if args.backend != "tensorflow" and args.study != "leadergpu":
         log(f"detection needs TensorFlow: its steps are left out on {args.backend}")
-    for line in _plan_lines(plan):
+    for line in _plan_lines(plan) + (_preflight_lines(args, plan, root, rests_on) if args.resume is None else []):
         print(line)
     if args.plan:
         return 0
@@ -214,17 +279,20 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
         ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else [])
     report = None
     if inputs:
-        from l40sbench.report.page import write_html
+        from l40sbench.report.page import missing_library, write_html
 
         loaded = load_all(inputs + references)
         report = write_report(loaded, root / "report")
-        write_html(loaded, root / "report")
+        if missing_library():  # the GPU machine has no plotly unless its wheel travelled: report.md still
+            log(missing_library())
+        else:
+            write_html(loaded, root / "report")
     sweep_costs = summary.sweep_cost_rows(list(records.values()), price)
     spent = summary.cost_line(list(records.values()), price)
     verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else [])]
     if sweep_costs:
         verdict += ["The LeaderGPU study's cost table from this machine's sweep"
-                    + ("" if price else " (give --price-per-minute to price it)") + ":", "",
+                    + ("" if price else " (give --price to price it)") + ":", "",
                     markdown_table(summary.COST_HEAD, sweep_costs), ""]
     verdict += [summary.first_result_line(list(records.values()))] + [f"budget cut: {cut}" for cut in plan.cuts]
     if budget:

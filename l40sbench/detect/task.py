@@ -293,7 +293,7 @@ class DetectTask:
     def check_scenarios(self, load, record: dict) -> None:
         if max(load.batches) > 1:
             raise UserError("the detection SavedModel takes one image per call ([1, H, W, 3], each image its own "
-                            "size): --batch must be 1 for a detect run; --workers K runs K calls at once")
+                            "size): --max-batch-size must be 1 for a detect run; --workers K runs K calls at once")
 
 
 TASK = DetectTask()

@@ -64,7 +64,7 @@ class LoadConfig:
         if unknown or not self.scenarios:
             raise UserError(f"unknown scenario {', '.join(unknown) or '(none)'}: choose from {', '.join(SCENARIOS)}, "
                             "or all")
-        positive = {"--batch": min(self.batches), "--workers": self.workers, "--duration": self.duration_s,
+        positive = {"--max-batch-size": min(self.batches), "--workers": self.workers, "--duration": self.duration_s,
                     "--samples-per-query": self.samples_per_query}
         for flag, value in positive.items():
             if not value > 0:

@@ -180,6 +180,15 @@ def write_page(loaded: Sequence[Loaded], labels: Sequence[str], folder: Path, ma
     return path
 
 
+def missing_library() -> str | None:
+    """Why the page cannot be drawn here (plotly, which draws its plots, does not import), else None."""
+    try:
+        import plotly.offline  # noqa: F401
+    except ImportError as exc:
+        return f"no report page: plotly does not import here ({exc}); report.md holds every table and plot"
+    return None
+
+
 def write_html(loaded: Sequence[Loaded], folder: Path, offers: Sequence = (), images: int = 500_000) -> Path:
     """index.html beside the report.md that report.document.write_report wrote in `folder` from `loaded` (with
     the same offers and image count, for its cost plot)."""

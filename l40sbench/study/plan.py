@@ -178,7 +178,7 @@ def build(study: str, machine: Machine, *, quick: bool = False, data_classify: s
     return Plan(study, tuple(steps), quick)
 
 
-def _smallest(plan: Plan, machine: Machine) -> Plan:
+def smallest(plan: Plan, machine: Machine) -> Plan:
     """Every training step at one epoch, the sweep at its first batch size and SWEEP_FLOOR_STEPS: the least a
     plan can do and still time an epoch, the images and a table."""
     steps = tuple(_rebuilt(step, 1, machine) if step.task in ("classify", "detect") else
@@ -211,12 +211,12 @@ def _rebuilt(step: Step, epochs: int, machine: Machine) -> Step:
 def fit(plan: Plan, budget_s: float, machine: Machine) -> Plan:
     """The plan cut to fit `budget_s`, in this order: the detectors' epochs (down to 1); the sweep's steps (down
     to SWEEP_FLOOR_STEPS), then its largest batch sizes; the classifiers' epochs (down to 2, so a steady epoch
-    is timed, then 1). Raises UserError when even the smallest plan (_smallest) does not fit."""
+    is timed, then 1). Raises UserError when even the smallest plan (smallest) does not fit."""
     if plan.total_s <= budget_s:
         return plan
-    if _smallest(plan, machine).total_s > budget_s:
+    if smallest(plan, machine).total_s > budget_s:
         raise UserError(f"the smallest {plan.study} plan (one epoch a model, the sweep at its first batch size) needs about "
-                        f"{duration(_smallest(plan, machine).total_s)}, over the budget of {duration(budget_s)}")
+                        f"{duration(smallest(plan, machine).total_s)}, over the budget of {duration(budget_s)}")
     steps, cuts = list(plan.steps), []
     for task, floor in (("detect", 1), ("synthetic", 0), ("classify", 2), ("classify", 1)):
         if task == "synthetic":

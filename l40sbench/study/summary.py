@@ -108,7 +108,7 @@ def cost_line(records: Sequence[dict], price_per_minute: float | None) -> str:
         return "cost of the study's work here: - (no training step finished)"
     total = sum(known)
     priced = (f" = {price_per_minute * total / 60:.2f} at {price_per_minute:g} a minute" if price_per_minute
-              else " (give --price-per-minute to price it)")
+              else " (give --price to price it)")
     missing = f"; {len(seconds) - len(known)} step(s) without a figure left out" if len(known) < len(seconds) else ""
     return (f"cost of the study's work here (every model's full protocol at this machine's time per epoch and "
             f"per image): {total / 60:.1f} min{priced}{missing}")

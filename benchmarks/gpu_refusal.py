@@ -1,0 +1,75 @@
+"""How long each command that computes takes to refuse a GPU its backend cannot use (issue 49's bar: under
+30 s, one line, exit 2), with the stand-in CUDA driver (tests/standin/libcuda.c: one NVIDIA L40S), each command
+in a fresh interpreter as a user runs it, and the host's matmul rate beside the times:
+
+    .venv/bin/python benchmarks/gpu_refusal.py [--rounds 2]
+
+Needs a C compiler for the stand-in. Nothing else may run meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
+
+COMMANDS = {
+    "classify (tensorflow)": ["classify", "--base", "vgg19", "--epochs", "1", "--limit", "8", "--image-size", "32"],
+    "classify (jax)": ["classify", "--backend", "jax", "--base", "vgg19", "--epochs", "1", "--limit", "8",
+                       "--image-size", "32"],
+    "detect": ["detect", "--base", "ssd_resnet50_fpn", "--epochs", "1", "--limit", "4", "--image-size", "128"],
+    "synthetic": ["synthetic", "--models", "lenet", "--batch-sizes", "4", "--steps", "2"],
+    "infer": ["infer", "no-such-run"],
+    "study --plan": ["study", "l40s", "--plan"],
+    "env --peak": ["env", "--peak"],
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each command (default: 2)")
+    args = parser.parse_args()
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        print("gpu_refusal: no C compiler for the stand-in driver", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as work:
+        driver = Path(work) / "libcuda-standin.so"
+        subprocess.run([compiler, "-shared", "-fPIC", "-o", str(driver), str(REPO / "tests/standin/libcuda.c")],
+                       check=True)
+        env = {**os.environ, "L40SBENCH_CUDA_DRIVER": str(driver), "TF_CPP_MIN_LOG_LEVEL": "2"}
+        env.pop("L40SBENCH_DEVICE_CHOICE", None)
+        before = host_matmul_gflops()
+        print(f"host: NumPy float32 1024 matmul {before:.0f} GFLOP/s before")
+        print("| command | exit | seconds (each round) | the line |")
+        print("|---|---|---|---|")
+        for name, argv in COMMANDS.items():
+            walls, done = [], None
+            for _ in range(args.rounds):
+                out = Path(work) / "out"
+                started = time.perf_counter()
+                done = subprocess.run([sys.executable, "-m", "l40sbench", *argv, *(
+                    ["--output-dir", str(out)] if argv[0] in ("classify", "detect", "synthetic") else [])],
+                    capture_output=True, text=True, cwd=work, env=env, timeout=300)
+                walls.append(time.perf_counter() - started)
+                assert not out.exists(), f"{name} left {out}"
+            line = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "(nothing)"
+            lines = len(done.stderr.strip().splitlines())
+            print(f"| {name} | {done.returncode} | {', '.join(f'{w:.1f}' for w in walls)} (median "
+                  f"{statistics.median(walls):.1f}) | {lines} line(s): {line[:90]}... |")
+        print(f"host: NumPy float32 1024 matmul {host_matmul_gflops():.0f} GFLOP/s after")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
