@@ -61,43 +61,6 @@ def devices() -> list[Device]:
     return found
 
 
-def gpu_view():
-    """How many GPUs jax sees, and where none, why: no CUDA plugin (jaxlib alone is a CPU build), or the
-    plugin's own error."""
-    import importlib.util
-    import logging
-
-    from l40sbench.backends.gpu_gate import View, first_line
-
-    failures = []  # a CUDA plugin that fails to start says why only in jax's log (ERROR, with its exception)
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            if record.exc_info and record.exc_info[1] is not None:
-                failures.append(first_line(record.exc_info[1]))
-
-    logger = logging.getLogger("jax._src.xla_bridge")
-    logger.addHandler(keep := Keep())
-    try:
-        import jax
-
-        gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda", "rocm")]
-    finally:
-        logger.removeHandler(keep)
-    plugins = [name for name in ("jax_cuda12_plugin", "jax_cuda13_plugin") if importlib.util.find_spec(name)]
-    built = plugins[0].split("_")[1].removeprefix("cuda") if plugins else None
-    if gpus:
-        return View(len(gpus), None, built)
-    if not plugins:
-        return View(0, "jaxlib is its CPU build: jax's CUDA plugin (jax-cuda12-plugin) is not installed")
-    if failures:
-        return View(0, f"its CUDA plugin failed to start: {failures[-1]}", built)
-    try:
-        return View(len(jax.devices("cuda")), None, built)
-    except RuntimeError as exc:
-        return View(0, first_line(exc), built)
-
-
 def _wait(*output: object) -> None:
     import jax
 

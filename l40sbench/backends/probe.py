@@ -15,9 +15,10 @@ from l40sbench.backends import load
 
 def main(name: str) -> int:
     from l40sbench.backends.gpu_gate import View, first_line
+    from l40sbench.backends.gpu_views import VIEWS
 
     module = load(name)
-    view = module.gpu_view()
+    view = VIEWS[name]()
     try:
         devices = [d.to_dict() for d in module.devices()]
     except Exception as exc:  # a framework that cannot start: the view carries why, once

@@ -16,12 +16,6 @@ from l40sbench.backends.tf_flops import COUNTER
 NAME = "tensorflow"
 
 
-# The CUDA libraries TensorFlow's GPU support loads at its start, in its order (a missing one: no GPU, said at
-# WARNING only).
-CUDA_LIBRARIES = ("libcuda.so.1", "libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12", "libcufft.so.11",
-                  "libcusparse.so.12", "libcusolver.so.11", "libcudnn.so.9")
-
-
 def version() -> str:
     import tensorflow as tf
 
@@ -103,28 +97,6 @@ def devices():
     from l40sbench.backends.tf_device import devices as tf_devices
 
     return tf_devices()
-
-
-def gpu_view():
-    """How many GPUs TensorFlow sees, and where none, why: its error, a CPU-only build, or the first CUDA
-    library it could not load."""
-    import tensorflow as tf
-
-    from l40sbench.backends.gpu_gate import View, first_line, first_missing
-
-    build = tf.sysconfig.get_build_info()
-    built = ", cuDNN ".join(str(v) for v in (build.get("cuda_version"), build.get("cudnn_version")) if v) or None
-    try:
-        gpus = tf.config.list_physical_devices("GPU")
-    except Exception as exc:  # a driver it cannot start (CUDA_ERROR_*): its words are the reason
-        return View(0, first_line(exc), built)
-    if gpus:
-        return View(len(gpus), None, built)
-    if not build.get("is_cuda_build"):
-        return View(0, "this TensorFlow is a CPU-only build", built)
-    missing = first_missing(CUDA_LIBRARIES)
-    return View(0, f"it could not load {missing}" if missing else
-                "its CUDA libraries load, yet it found no GPU it can use (TF_CPP_MIN_LOG_LEVEL=0 shows its log)", built)
 
 
 def peak_context(kind: str) -> dict:

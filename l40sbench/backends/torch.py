@@ -38,23 +38,6 @@ def devices() -> list[Device]:
     return [Device(CPU, "cpu", 0, cpu_model())]
 
 
-def gpu_view():
-    """How many GPUs torch sees, and where none, why: a CPU-only build, or its CUDA start's error."""
-    import torch
-
-    from l40sbench.backends.gpu_gate import View, first_line
-
-    if torch.cuda.is_available():
-        return View(torch.cuda.device_count(), None, torch.version.cuda)
-    if torch.version.cuda is None:
-        return View(0, "this torch is a CPU-only build")
-    try:
-        torch.cuda.init()
-    except Exception as exc:
-        return View(0, first_line(exc), torch.version.cuda)
-    return View(0, "torch found no GPU it can use", torch.version.cuda)
-
-
 def _on_gpu() -> bool:
     return devices()[0].kind == GPU
 

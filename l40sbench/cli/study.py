@@ -91,58 +91,6 @@ def _machine(peak_file: Path, backend: str):
                      f"{machine.peak_gflops:.0f} GFLOP/s ({'kept in ' + kept if kept else 'measured now'})")
 
 
-def _preflight_lines(args, plan, root: Path, rests_on: str) -> list[str]:
-    """What a plan's run would use, said before it starts: the device and peak the estimates rest on, the data
-    and weights each task reads, the output folder, and the cost where a price is given."""
-    from l40sbench.study.plan import duration
-
-    tasks = {step.task for step in plan.steps}
-    lines = [f"  device: {rests_on}"]
-    for task, flag, given in (("classify", "--data-classify", args.data_classify),
-                              ("detect", "--data-detect", args.data_detect)):
-        if task in tasks:
-            lines.append(f"  {task} data: " + (f"{given} ({flag})" if given else
-                                                f"the generated stand-in (made on first use; {flag} DIR for yours)"))
-    if "classify" in tasks:
-        lines.append("  weights: " + ("none, random (--quick): nothing is downloaded" if plan.quick else
-                                      _weights_line(plan)))
-    lines.append(f"  output: {root}" + ("" if args.plan else " (written after every step)"))
-    if args.price_per_minute is not None:
-        lines.append(f"  cost: about {args.price_per_minute * plan.total_s / 60:.2f} for the plan's "
-                     f"{duration(plan.total_s)} at {args.price:g} per {args.per}")
-    return lines
-
-
-def _weights_line(plan) -> str:
-    """Which classifiers' ImageNet weights Keras has cached, and which a run would download first."""
-    cache = Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras") / "models"
-    files = [f.name.replace("_", "") for f in cache.glob("*notop*.h5")]
-    bases = [step.argv[step.argv.index("--base") + 1] for step in plan.steps if step.task == "classify"]
-    cached = [b for b in bases if any(f.startswith(b) for f in files)]
-    fetched = [b for b in bases if b not in cached]
-    return (f"ImageNet, from Keras' cache ({cache}) for {', '.join(cached) or 'none'}; "
-            + (f"downloaded on first use for {', '.join(fetched)} (random, with a warning, where that fails)"
-               if fetched else "nothing to download"))
-
-
-def _what_fits(args, plan, machine, budget_s: float) -> str:
-    """What a budget too small for the plan could hold: --quick, or the first steps that fit at their least."""
-    from l40sbench.study import plan as plans
-
-    if not args.quick:
-        quick = plans.build(args.study, machine, quick=True, data_classify=args.data_classify,
-                            data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
-        if quick.total_s <= budget_s:
-            return f"--quick fits (about {plans.duration(quick.total_s)})"
-    names, used = [], 0.0
-    for step in plans.smallest(plan, machine).steps:
-        if used + step.estimate_s <= budget_s:
-            names.append(step.name)
-            used += step.estimate_s
-    return (f"--only {','.join(names)} fits at its least (about {plans.duration(used)})" if names
-            else "no step fits it")
-
-
 def _plan_lines(plan) -> list[str]:
     from l40sbench.study.plan import duration
 
@@ -173,6 +121,7 @@ def run(args) -> int:
     from l40sbench.backends import requested
     from l40sbench.core.startup import CommandClock
     from l40sbench.study import plan as plans
+    from l40sbench.study.preflight import preflight_lines, what_fits
     from l40sbench.study.run import KIND, read_state
 
     started = CommandClock.started if CommandClock.started is not None else time.perf_counter()  # the budget's start
@@ -217,7 +166,9 @@ def run(args) -> int:
                 try:
                     plan = plans.fit(plan, budget, machine)
                 except UserError as exc:
-                    raise UserError(f"{exc}; {_what_fits(args, plan, machine, budget)}") from None
+                    fits = what_fits(plan, machine, budget, quick=args.quick, data_classify=args.data_classify,
+                                     data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
+                    raise UserError(f"{exc}; {fits}") from None
             if not args.plan:
                 prepare_output_dir(root)
                 for kept in Path(scratch).glob("peak*.json"):  # measured here (peak.json, peak.jax.json): every step reads it
@@ -225,7 +176,10 @@ def run(args) -> int:
         state["plan"] = plan.to_dict()
     if args.backend != "tensorflow" and args.study != "leadergpu":
         log(f"detection needs TensorFlow: its steps are left out on {args.backend}")
-    for line in _plan_lines(plan) + (_preflight_lines(args, plan, root, rests_on) if args.resume is None else []):
+    price = None if args.price is None else (args.price_per_minute, f"{args.price:g} per {args.per}")
+    before = [] if args.resume is not None else preflight_lines(plan, root, rests_on, args.data_classify,
+                                                                args.data_detect, price, started=not args.plan)
+    for line in _plan_lines(plan) + before:
         print(line)
     if args.plan:
         return 0
