@@ -191,6 +191,9 @@ def test_a_bfloat16_run_is_normalised_by_the_bfloat16_peak_and_latencies_are_not
     normalised; its batch-1 latencies, which a peak does not bound, are shown and not judged."""
     record = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
     record["inference"]["runtimes"] = []  # the run's own precision alone (its runtime rows ran in fp32)
+    # what is checked is the peaks' normalisation: the tiny run's own verdict beside CI's other workers (unstable
+    # in the clean clone of 53b8c39, which kept --raw from judging it) is not
+    record["stability"] = {**(record.get("stability") or {}), "verdict": "stable"}
     float32 = record["env"]["peak"]["matmul"]["float32"]["gflops"]
     base = _with_peaks(record, "mixed_bfloat16", bfloat16=2 * float32)
     slower = _with_peaks(scaled(base, 2.0), "mixed_bfloat16", bfloat16=float32)
