@@ -1,5 +1,5 @@
-"""How long each command that computes takes to refuse a GPU its backend cannot use (issue 49's bar: under
-30 s, one line, exit 2), with the stand-in CUDA driver (tests/standin/libcuda.c: one NVIDIA L40S), each command
+"""How long each command that computes takes to refuse a GPU its backend cannot use (the bar: under 30 s,
+one line, exit 2), with the stand-in CUDA driver (tests/standin/libcuda.c: one NVIDIA L40S), each command
 in a fresh interpreter as a user runs it, and the host's matmul rate beside the times:
 
     .venv/bin/python benchmarks/gpu_refusal.py [--rounds 2]

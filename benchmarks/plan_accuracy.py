@@ -4,7 +4,7 @@ with the float32 peak the estimates rested on, as docs/study.md records them:
     .venv/bin/python benchmarks/plan_accuracy.py results/study-l40s-<time>
 
 A ratio under 1 is a pessimistic estimate (a budget refused for nothing), over 1 an optimistic one (a deadline
-crossed); issue 49 asks for 0.8-1.2.
+crossed); the bar is 0.8-1.2.
 """
 
 from __future__ import annotations
