@@ -306,6 +306,8 @@ TAKEN_BY = {
     "--devices": ("classify", "detect", "synthetic", "study", "infer"),
     "--backend": ("classify", "detect", "synthetic", "study", "env"),
     "--price": ("study", "cost"),
+    "--xla": ("classify", "detect", "synthetic", "study"),
+    "--worker-hosts": ("classify", "detect", "synthetic"),
 }
 
 

@@ -38,3 +38,12 @@ QUICK = ["--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "2", "-
 
 def test_ctrl_c_keeps_finished_epochs(tmp_path):
     assert_ctrl_c_keeps_finished_epochs(tmp_path / "interrupted", "detect", *QUICK)
+
+
+def test_xla_compiles_the_training_step_and_the_record_says_so(tmp_path, capsys):
+    result, _ = detect(tmp_path, capsys, *QUICK, "--epochs", "2", "--xla")
+    assert result["config"]["xla"] is True
+    assert result["devices"]["compile"] == {"training": "XLA (jit_compile)",
+                                            "inference": "tf.function (the serving signature), no XLA"}
+    assert result["devices"]["trained_weight_max_change"] > 0
+    assert result["utilisation"]["train_gflops_per_image"] > 2 * result["utilisation"]["forward_gflops_per_image"]

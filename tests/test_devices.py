@@ -13,7 +13,7 @@ import pytest
 
 from l40sbench.core.scaling import scaling
 from l40sbench.report.compare import lines
-from tests.conftest import REPO, cli_in_process, local_hosts, run_cli
+from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process, local_hosts, run_cli
 
 TINY_CLASSIFY = ("classify", "--base", "vgg19", "--image-size", "32", "--limit", "8", "--batch-size", "4",
                  "--weights", "none", "--epochs", "2")
@@ -69,28 +69,46 @@ def test_report_draws_epoch_time_against_devices_and_compare_keys_on_them(classi
     assert keys[0] != keys[1] and [k[3] for k in keys] == [1, 2]
 
 
+TINY_DETECT = ("detect", "--base", "ssd_resnet50_fpn", "--image-size", "128", "--limit", "4", "--batch-size", "1",
+               "--epochs", "2")
+
+
 @pytest.mark.long
-def test_two_local_workers_fine_tune_together_and_the_chief_alone_writes(tmp_path):
+@pytest.mark.parametrize("command", [TINY_CLASSIFY, TINY_DETECT], ids=["classify", "detect"])
+def test_two_local_workers_train_together_and_the_chief_alone_writes(command, tmp_path):
     hosts = local_hosts(2)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    workers = [subprocess.Popen([sys.executable, "-m", "l40sbench", *TINY_CLASSIFY, "--worker-hosts", hosts,
+    workers = [subprocess.Popen([sys.executable, "-m", "l40sbench", *command, "--worker-hosts", hosts,
                                  "--task-index", str(i), "--output-dir", str(tmp_path / f"w{i}")],
                                 cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for i in range(2)]
     try:
-        outputs = [w.communicate(timeout=420) for w in workers]
+        outputs = [w.communicate(timeout=600) for w in workers]
     finally:
         for w in workers:
             w.kill()
     assert [w.returncode for w in workers] == [0, 0], [err[-2000:] for _, err in outputs]
     record = json.loads((tmp_path / "w0" / "result.json").read_text())
-    trained_in_sync(record, 2, 4)
+    trained_in_sync(record, 2, int(command[command.index("--batch-size") + 1]))
     assert record["devices"]["workers"] == 2 and record["devices"]["strategy"] == "MultiWorkerMirroredStrategy"
     assert not (tmp_path / "w1").exists() or not any((tmp_path / "w1").iterdir())
     assert "the chief (task 0) writes the record" in outputs[1][1]
     # Each host holds its own copy of the weights: after training the two are the same.
     assert f"weight checksum {record['devices']['trained_weight_checksum']!r}" in outputs[1][1]
-    assert record["devices"]["training_loop"].startswith("strategy.run")
+    if command[0] == "classify":
+        assert record["devices"]["training_loop"].startswith("strategy.run")
+    else:  # the chief's SavedModel, copied out of the strategy, serves what was timed
+        assert (tmp_path / "w0" / "saved_model" / "saved_model.pb").is_file()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--xla", "--devices", "2"), "xla compiles the training step on one device"),
+    (("--xla", "--devices", "1,2"), "Received: xla=True with devices=2"),
+    (("--xla", "--worker-hosts", "127.0.0.1:1,127.0.0.1:2"), "with devices=1 on 2 hosts"),
+    (("--worker-hosts", "127.0.0.1:1,127.0.0.1:2", "--task-index", "2"), "task_index must be < the 2 worker hosts"),
+])
+def test_bad_detect_device_flags_are_one_line_and_exit_2(args, fragment, tmp_path):
+    assert_one_line_exit_2(cli_in_process(*TINY_DETECT, *args, "--output-dir", tmp_path / "x"), fragment)
 
 
 @pytest.mark.parametrize("args, fragment", [

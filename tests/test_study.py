@@ -75,11 +75,12 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
 
 def test_plan_prints_every_step_and_the_total_and_runs_nothing(tmp_path):
     result = run_cli("study", "all", "--plan", "--output-dir", tmp_path / "study", "--price", "1.8", "--per", "hour",
-                     env={**os.environ, "KERAS_HOME": str(tmp_path / "keras")})
+                     "--xla", env={**os.environ, "KERAS_HOME": str(tmp_path / "keras")})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("plan: study all, 7 step(s), about ") and "in all" in lines[0]
     assert sum(line.startswith(("  1. ", "  7. ")) for line in lines) == 2
+    assert all(line.endswith(" --xla") or "--xla  [" in line for line in lines if re.match(r"  \d\. ", line))
     assert "l40sbench classify --base xception --image-size 299 --epochs 10 --batch-size 16" in result.stdout
     # the preflight: what the estimates rest on, where the data and weights come from, where results go, the cost
     device = next(line for line in lines if line.startswith("  device: the estimates rest on "))

@@ -7,6 +7,7 @@ from l40sbench.cli.common import (
     add_device_flags,
     add_run_flags,
     add_runtime_flags,
+    add_xla_flag,
     backend_flag,
     data_flags,
     device_counts,
@@ -49,7 +50,7 @@ def add(subparsers) -> None:
                         "out of the studies' time per epoch); off: no per-epoch accuracy, so `cost --target` "
                         "cannot price the run")
     add_run_flags(p)
-    p.add_argument("--xla", action="store_true", help="compile training and inference with XLA (jit_compile)")
+    add_xla_flag(p, "the training step and the timed forward call")
     add_device_flags(p, hosts=True)
     add_runtime_flags(p)
     p.set_defaults(func=run)

@@ -149,6 +149,11 @@ def add_device_flags(p, hosts: bool) -> None:
         p.add_argument("--task-index", type=int, default=0, help="this host's index in --worker-hosts (default: 0)")
 
 
+def add_xla_flag(p, what: str) -> None:
+    """--xla, one spelling on every command that trains; `what` says what it compiles there."""
+    p.add_argument("--xla", action="store_true", help=f"compile {what} with XLA (jit_compile) (default: off)")
+
+
 def add_cpu_flag(p) -> None:
     """--devices for a command that computes on one device: the GPU where the backend can use it, or cpu."""
     p.add_argument("--devices", type=device_list, default=(1,), metavar="1|cpu",

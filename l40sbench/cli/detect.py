@@ -8,6 +8,7 @@ from l40sbench.cli.common import (
     add_device_flags,
     add_run_flags,
     add_runtime_flags,
+    add_xla_flag,
     backend_flag,
     data_flags,
     device_counts,
@@ -51,7 +52,9 @@ def add(subparsers) -> None:
                    help="save the trained model as a SavedModel in DIR (new or empty), serving the signature that "
                         "was timed: uint8 image [1, H, W, 3] in, boxes, classes, scores, num_detections out")
     add_run_flags(p)
-    add_device_flags(p, hosts=False)
+    add_xla_flag(p, "the training step (Model Garden's train_step: forward, losses, gradients, update); inference "
+                    "times the serving signature as it is exported, without XLA")
+    add_device_flags(p, hosts=True)
     add_runtime_flags(p)
     p.set_defaults(func=run)
 
@@ -67,7 +70,12 @@ def run(args) -> int:
         base=args.base, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
         image_size=args.image_size, init_checkpoint=args.init_checkpoint, classes=classes, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
-        export=args.export, strict=args.strict, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+        export=args.export, strict=args.strict, xla=args.xla, worker_hosts=args.worker_hosts,
+        task_index=args.task_index, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     DETECTORS.get(config.base)
-    return run_device_counts("detect", config, device_counts(args.devices))
+    counts = device_counts(args.devices)
+    # Every count's config is checked now, before anything runs (a later count's refusal would be a traceback).
+    for count in counts:
+        make_config(DetectConfig, **{**config.__dict__, "devices": count, "devices_available": max(counts)})
+    return run_device_counts("detect", config, counts)

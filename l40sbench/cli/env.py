@@ -246,8 +246,8 @@ def _text(facts: dict) -> list[str]:
                   + (" (used)" if b["used"] else "") for b in t["nvml_boards"]]
     n = facts["neighbours_now"]
     steal = f"{100 * n['steal_share']:.1f} %" if n["steal_share"] is not None else "unknown"
-    lines.append(f"neighbours now: others used {100 * n['cpu_share_others']:.0f} % of the CPU, steal {steal}"
-                 + (f"; {'; '.join(n['reasons'])}" if n["reasons"] else ""))
+    lines.append(f"neighbours now: others used {100 * n['cpu_share_others']:.0f} % of the CPU, steal {steal} "
+                 "(the verdict: 'host now' above)")
     peak = facts["peak"]
     if peak is None:
         lines.append("peak: none kept (--peak measures it; $L40SBENCH_PEAK_FILE keeps one)")

@@ -15,6 +15,7 @@ from l40sbench.cli.common import (
     Renamed,
     add_backend_flag,
     add_cpu_flag,
+    add_xla_flag,
     finite,
     gate_devices,
     log,
@@ -63,6 +64,8 @@ def add(subparsers) -> None:
     p.add_argument("--price-per-minute", type=finite, dest="price", action=Renamed, new="--price (with --per minute)")
     add_backend_flag(p, note=" for classify and the sweep; detection needs TensorFlow and is skipped on another "
                              "backend")
+    add_xla_flag(p, "every step's training (classify, detect) and the sweep's step; its estimates do not count "
+                    "XLA's compile time")
     add_cpu_flag(p)
     p.set_defaults(func=run)
 
@@ -169,6 +172,8 @@ def run(args) -> int:
                     fits = what_fits(plan, machine, budget, quick=args.quick, data_classify=args.data_classify,
                                      data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
                     raise UserError(f"{exc}; {fits}") from None
+            if args.xla:
+                plan = plan.with_flags("--xla")
             if not args.plan:
                 prepare_output_dir(root)
                 for kept in Path(scratch).glob("peak*.json"):  # measured here (peak.json, peak.jax.json): every step reads it

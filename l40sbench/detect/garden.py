@@ -57,15 +57,18 @@ def optimizer(task, experiment, batch_size: int, total_steps: int):
     return task.create_optimizer(optimizer_config, experiment.runtime)
 
 
-def train_step(task, experiment, model, optimizer, placement):
+def train_step(task, experiment, model, optimizer, placement, xla: bool = False):
     """(one training step -> its loss, the loss-component metrics), called inside the placement's scope.
 
     One device: the task's own train_step in a tf.function. Several: Model Garden's Trainer, which feeds
     each replica its share of the global batch (orbit's distributed dataset) and runs the task's
-    train_step under strategy.run, the loss scaled by the replica count as the task does it.
+    train_step under strategy.run, the loss scaled by the replica count as the task does it. With `xla`
+    (one device) the task's train_step (forward, losses, gradients, update) is compiled by XLA (jit_compile).
     """
     import tensorflow as tf
 
+    if xla:
+        task.train_step = tf.function(task.train_step, jit_compile=True)
     if placement.strategy is None:
         batches = iter(task.build_inputs(experiment.task.train_data))
         metrics = task.build_metrics(training=True)  # Model Garden's loss components, averaged per epoch
@@ -99,8 +102,10 @@ def train_step_graph(task, experiment, model, optimizer, metrics, placement):
     spec = task.build_inputs(experiment.task.train_data).element_spec
     one = tf.nest.map_structure(lambda s: tf.TensorSpec([1, *s.shape[1:]], s.dtype), spec)
 
+    plain = getattr(task.train_step, "python_function", task.train_step)  # under --xla, the step XLA compiled
+
     def step(inputs):
-        return task.train_step(inputs, model, optimizer, metrics=metrics)
+        return plain(inputs, model, optimizer, metrics=metrics)
 
     if placement.strategy is None:
         return tf.function(step).get_concrete_function(one).graph
@@ -151,6 +156,14 @@ def save_serving(model, signatures: dict, path: Path) -> None:
     root = tf.Module()
     root.weights = list(model.variables)  # tracked, so the signature's captured variables are saved
     tf.saved_model.save(root, str(path), signatures=signatures)
+
+
+def local_copy(experiment, task, model, image_size: int):
+    """(the model built again outside any strategy with the trained weights, its serving signatures): a
+    signature that reads variables distributed across hosts (MultiWorkerMirroredStrategy) cannot be saved."""
+    copy = task.build_model()
+    copy.set_weights(model.get_weights())
+    return copy, serving(experiment, copy, image_size)[1]
 
 
 def forward_gflops(serving_parts, image_size: int) -> float:

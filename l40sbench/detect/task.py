@@ -25,7 +25,7 @@ from l40sbench.data.images import decode_rgb
 from l40sbench.detect import garden
 from l40sbench.detect import runtimes as det_runtimes
 from l40sbench.detect.bases import DETECTORS
-from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig
+from l40sbench.detect.config import ARTICLE_EPOCHS, DetectConfig, check_paths
 from l40sbench.detect.data import load_annotations
 from l40sbench.detect.evaluate import coco_ground_truth, evaluate
 from l40sbench.detect.runtimes import coco_detections
@@ -66,26 +66,6 @@ class Trainer:
     metrics: list
     steps_per_epoch: int
     components: dict  # metric name -> its value per epoch (the record's notes hold it)
-
-
-def _check_checkpoint(path: str | None) -> None:
-    if path is None:
-        return
-    # A TF checkpoint is a directory, a file, or a prefix whose .index file exists.
-    if not (Path(path).exists() or Path(f"{path}.index").exists()):
-        raise UserError(f"init checkpoint not found: {path}")
-
-
-def _check_export_dir(path: Path | None) -> None:
-    """An export goes to a new or empty directory that can be made now, before any training."""
-    if path is None:
-        return
-    if path.exists() and not (path.is_dir() and not any(path.iterdir())):
-        raise UserError(f"export directory must be new or empty: {path}")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create export directory {path}: {exc.strerror}") from None
 
 
 def measure_inference(serving, test, classes, config: DetectConfig, sync, notes: dict, log: Log) -> Probe:
@@ -152,8 +132,7 @@ class DetectTask:
         if config.image_size < spec.min_size:
             raise UserError(f"--image-size {config.image_size} is below {spec.name}'s minimum of {spec.min_size} "
                             f"(its coarsest feature level has a stride of {spec.min_size})")
-        _check_checkpoint(config.init_checkpoint)
-        _check_export_dir(config.export)
+        check_paths(config)
         return config
 
     def load(self, config: DetectConfig, log: Log) -> Data:
@@ -164,6 +143,7 @@ class DetectTask:
         return Data(info, (Splits(train, test, classes), dropped))
 
     def build(self, config: DetectConfig, data: Data, placement, devices: dict, log: Log) -> Built:
+        from l40sbench.backends.tensorflow import training_compile
         from l40sbench.backends.tf_device import has_gpu
 
         spec = DETECTORS.get(config.base)
@@ -186,7 +166,9 @@ class DetectTask:
         steps_per_epoch = math.ceil(len(splits.train) / global_batch)
         with placement.scope():
             optimizer = garden.optimizer(task, experiment, global_batch, epochs * steps_per_epoch)
-            step, metrics = garden.train_step(task, experiment, model, optimizer, placement)
+            step, metrics = garden.train_step(task, experiment, model, optimizer, placement, config.xla)
+        devices["compile"] = {"training": training_compile(config.xla)[1],
+                              "inference": "tf.function (the serving signature), no XLA"}
         classes = splits.classes
         model_info = {
             "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
@@ -251,7 +233,10 @@ class DetectTask:
             return None
         serving, probed = probe.outputs
         log(f"exporting the trained model as a SavedModel to {saved_model} (for `infer` and the other runtimes) ...")
-        garden.save_serving(serving[0].model, serving[1], saved_model)
+        model, signatures, trainer = serving[0].model, serving[1], built.state
+        if trainer.placement.workers > 1:
+            model, signatures = garden.local_copy(trainer.experiment, trainer.task, model, config.image_size)
+        garden.save_serving(model, signatures, saved_model)
         built.notes["export_dir"] = str(saved_model.resolve())
         if config.output_dir is None:
             return None

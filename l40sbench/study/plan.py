@@ -89,6 +89,10 @@ class Plan:
                       for s in data["steps"])
         return cls(data["study"], steps, data["quick"], tuple(data["cuts"]))
 
+    def with_flags(self, *flags: str) -> Plan:
+        """The plan with `flags` added to every step's command (flags that every step's command takes)."""
+        return replace(self, steps=tuple(replace(step, argv=step.argv + flags) for step in self.steps))
+
     def only(self, names: tuple[str, ...]) -> Plan:
         """The plan's steps named in `names`, in the plan's order. Raises UserError for a name it lacks."""
         unknown = sorted(set(names) - {step.name for step in self.steps})
