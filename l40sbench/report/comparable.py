@@ -18,9 +18,7 @@ class Figure:
     """One figure of a row: its value, whether lower or higher is better, and the samples it is drawn from.
 
     `samples` None: none are known (judged on the value alone); `statistic` is which statistic of the samples
-    the figure is (core.intervals.STATISTICS); `inverse`: the figure is a rate over samples that are times;
-    `batched`: throughput of batched work (training epochs, a sweep's steps), which a machine's peak bounds,
-    unlike a batch-1 latency or a LoadGen figure.
+    the figure is (core.intervals.STATISTICS); `inverse`: the figure is a rate over samples that are times.
     """
 
     value: float | None
@@ -28,20 +26,19 @@ class Figure:
     samples: tuple[float, ...] | None = None
     statistic: str = "mean"
     inverse: bool = False
-    batched: bool = False
 
 
 @dataclass(frozen=True)
 class Line:
     """One comparable row of a result: its key, its status, its figures (name -> Figure), the record's
-    measured peak (env.peak), the mean rate of the stability guard's bursts during the run, the guard's
-    verdict ("" where it has none) and the device it ran on ("CPU", or "GPU <model>"; "" unknown)."""
+    measured peak (env.peak), the float32 matmul rates the stability guard's bursts sampled during the run, the
+    guard's verdict ("" where it has none) and the device it ran on ("CPU", or "GPU <model>"; "" unknown)."""
 
     key: tuple
     status: str = "ok"
     figures: dict = field(default_factory=dict)
     peak: dict | None = None
-    burst_gflops: float | None = None
+    burst_samples: tuple[float, ...] = ()
     stability: str = ""
     device: str = ""
 
@@ -65,12 +62,13 @@ def _record_facts(record: dict) -> dict:
     """What every line of a record shares: its peak and its stability verdict."""
     env = record.get("env") or {}
     stability = record.get("stability") or {}
-    bursts = [b["gflops"] for b in (stability.get("speed") or {}).get("bursts") or () if b.get("gflops")]
+    bursts = [rate for b in (stability.get("speed") or {}).get("bursts") or ()
+              for rate in (b.get("samples_gflops") or ([b["gflops"]] if b.get("gflops") else []))]
     gpus = gpu_models(env)
     kind = (env.get("peak") or {}).get("device_kind")
     device = f"GPU {gpus[0]}" if gpus else ("GPU" if kind == "GPU" else "CPU" if kind or env.get("cpu") else "")
     return {"peak": env.get("peak") if env.get("peak", {}).get("matmul") else None,
-            "burst_gflops": sum(bursts) / len(bursts) if bursts else None,
+            "burst_samples": tuple(float(rate) for rate in bursts),
             "stability": stability.get("verdict", ""), "device": device}
 
 
@@ -99,8 +97,8 @@ def lines(record: dict) -> list[Line]:
             figures = {}
             if r.get("images_per_second"):
                 steps = _samples(r.get("step_ms"))
-                figures = {"images/s": Figure(r["images_per_second"], HIGHER, steps, inverse=True, batched=True),
-                           "step ms": Figure(r.get("step_ms_mean"), LOWER, steps, batched=True)}
+                figures = {"images/s": Figure(r["images_per_second"], HIGHER, steps, inverse=True),
+                           "step ms": Figure(r.get("step_ms_mean"), LOWER, steps)}
             out.append(Line((f"synthetic-{r['mode']}", r["model"], r["per_device_batch"], r["devices"],
                              r.get("precision"), None, r.get("backend") or backend(record)), r["status"], figures,
                             **_record_facts(record)))
@@ -109,13 +107,10 @@ def lines(record: dict) -> list[Line]:
     epochs = _samples(train.get("epoch_seconds"))
     one = (lambda value: (value,) if value is not None else None) if epochs else (lambda value: None)
     figures = {
-        "epoch s (wall / epochs)": Figure(wall_epoch_seconds(train), LOWER, one(wall_epoch_seconds(train)),
-                                          batched=True),
-        "epoch s (clock mean)": Figure(clock_epoch_seconds(train), LOWER, epochs, batched=True),
-        "first epoch s": Figure(train.get("first_epoch_seconds"), LOWER, one(train.get("first_epoch_seconds")),
-                                batched=True),
-        "steady epoch s": Figure(train.get("steady_epoch_seconds"), LOWER, epochs[1:] if epochs else None,
-                                 batched=True),
+        "epoch s (wall / epochs)": Figure(wall_epoch_seconds(train), LOWER, one(wall_epoch_seconds(train))),
+        "epoch s (clock mean)": Figure(clock_epoch_seconds(train), LOWER, epochs),
+        "first epoch s": Figure(train.get("first_epoch_seconds"), LOWER, one(train.get("first_epoch_seconds"))),
+        "steady epoch s": Figure(train.get("steady_epoch_seconds"), LOWER, epochs[1:] if epochs else None),
         **_latency_figures(inference),
     }
     for name, value in (record.get("accuracy") or {}).items():

@@ -20,15 +20,12 @@ Each timing, rate and accuracy figure of a matched pair gets its ratio new / bas
   new < baseline / (1 + tolerance);
 - an accuracy regresses when it fell by more than the accuracy tolerance (in points: 2 means 0.02);
 - a configuration that ran in the baseline and failed in the new (out of memory, error, timeout) regresses.
-Two machines (machine_factor): where the rows ran on different kinds of device or different GPU models,
-nothing is normalised or judged: every ratio is shown as measured, and the devices are named. Where they
-ran on the same kind (two CPUs, or two boards of one GPU model) whose measured peaks of the row's precision
-(bfloat16's for a mixed_bfloat16 run, TF32's for float32 on a GPU that runs it) differ by more than the
-tolerance, or whose peaks agree but whose stability guards' bursts, measured during each run, differ by more
-than the tolerance, the throughput figures of batched work (epochs, a sweep's steps) are judged normalised
-by that speed (new x new peak / baseline peak, and its samples alike), and the figures a peak does not
-bound (batch-1 latencies, LoadGen's) are shown as measured and not judged; unless `raw`, which judges
-everything as measured. A row from a record the stability guard called unstable says so.
+Every figure is judged as measured. Another machine (report.machines: separately measured peaks that
+differ, confirmed by the runs' own matmul bursts) may explain a WORSE figure: it becomes "explained by the
+machine" only if its interval (or value) divided by the machine's factor falls back within the tolerance;
+otherwise it stays WORSE (a machine 2x slower does not explain a latency 4.8x). With `raw` no figure is
+explained. Rows on different kinds of device or GPU models are not comparable: every figure is shown as
+measured and none judged. A row from a record the stability guard called unstable says so.
 """
 
 from __future__ import annotations
@@ -36,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from l40sbench.report import machines as machine_evidence
 from l40sbench.report.comparable import ACCURACY, KEY_FIELDS, LOWER, Figure, Line, lines
 
 IMAGE_SIZE = KEY_FIELDS.index("image size")
@@ -43,6 +41,7 @@ RULE = ("a time or rate regresses when the 95 % bootstrap interval of new / base
         "tolerance and, over all the figures judged on samples, Holm's method keeps it (the chance of any false "
         "regression among them held to 2.5 %); figures without samples are judged on their two values")
 FAMILY_ALPHA = 0.025  # one-sided: a WORSE is the interval's lower end beyond the bound, 2.5 % per figure alone
+JUDGED, EXPLAINED, SHOWN = "judged", "explained by the machine", "shown"
 
 
 def _matches(a: tuple, b: tuple, ignore: tuple[int, ...] = ()) -> bool:
@@ -56,11 +55,12 @@ class FigureRow:
     kind: str
     baseline: float | None
     new: float | None
-    ratio: float | None  # new / baseline, normalised by the machines' peaks where `normalised`
+    ratio: float | None  # new / baseline, as measured
     verdict: str
     regressed: bool
     interval: tuple[float, float] | None = None  # 95 % interval of the ratio, where samples gave one
-    normalised: bool = False
+    basis: str = JUDGED  # JUDGED as measured, EXPLAINED (a WORSE the machine accounts for), or SHOWN only
+    why_shown: str = ""  # for SHOWN: why the figure was not judged
     unstable: str = ""  # which side's record the stability guard called unstable
 
 
@@ -69,11 +69,24 @@ class Comparison:
     rows: tuple[FigureRow, ...]
     only_baseline: tuple[str, ...]
     only_new: tuple[str, ...]
-    machines: tuple[str, ...] = ()  # one line per pair of machines whose peaks differ beyond the tolerance
+    machines: tuple[str, ...] = ()  # the machines' evidence and notes (report.machines), each once
 
     @property
     def regressions(self) -> tuple[FigureRow, ...]:
         return tuple(r for r in self.rows if r.regressed)
+
+    @property
+    def not_comparable(self) -> bool:
+        """Whether some pair ran on different kinds of device or GPU models."""
+        return any(r.why_shown == machine_evidence.DEVICES_DIFFER for r in self.rows)
+
+    def counts(self) -> dict[str, int]:
+        """How many figures were judged as measured, explained by the machine, and shown only (by why)."""
+        out = {JUDGED: 0, EXPLAINED: 0}
+        for row in self.rows:
+            key = row.basis if row.basis != SHOWN else f"shown ({row.why_shown})"
+            out[key] = out.get(key, 0) + 1
+        return out
 
 
 def _worse_text(kind: str, worse: float) -> str:
@@ -112,35 +125,36 @@ def _sampled_verdict(kind: str, worse: float, interval: tuple[float, float], sho
 
 
 def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_tolerance: float):
-    """(ratio, interval, verdict, regressed, p) of one figure; `factor` scales the new side's times
-    (normalising); p, for a figure judged on samples, is the bootstrap's share of ratios within the tolerance
-    (a one-sided p-value of "worse beyond the tolerance"), else None."""
+    """(ratio, interval, verdict, regressed, p, why_shown) of one figure; `factor` scales the new side's times
+    (1: as measured); p, for a figure judged on samples, is the bootstrap's share of ratios within the tolerance
+    (a one-sided p-value of "worse beyond the tolerance"), else None; why_shown is "" for a judged figure."""
     from l40sbench.core.intervals import MIN_SAMPLES, SMALL_P99, ratio_bootstrap
 
     if b.kind == ACCURACY:
         verdict, regressed = _point_verdict(ACCURACY, b.value, n.value, tolerance, accuracy_tolerance)
-        return (n.value / b.value if b.value else None), None, verdict, regressed, None
+        return (n.value / b.value if b.value else None), None, verdict, regressed, None, ""
     new_value = n.value * factor if b.kind == LOWER else n.value / factor
     ratio = new_value / b.value if b.value else None
     if not (b.value > 0 and new_value > 0):
-        return ratio, None, "-", False, None
+        return ratio, None, "-", False, None, "no value"
     worse = new_value / b.value if b.kind == LOWER else b.value / new_value
     if b.samples is None or n.samples is None:
-        return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance), None)
+        return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance), None, "")
     counts = (len(b.samples), len(n.samples))
     if min(counts) < MIN_SAMPLES:
         what = "one measurement" if max(counts) == 1 else f"n {min(counts)}"
-        return ratio, None, f"{what}: shown, not judged", False, None
+        return ratio, None, f"{what}: shown, not judged", False, None, f"fewer than {MIN_SAMPLES} samples"
     if b.statistic == "p99" and min(counts) < SMALL_P99:
-        return ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False, None
+        return (ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False, None,
+                f"a p99 of fewer than {SMALL_P99} samples")
     found = ratio_bootstrap(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
     if found is None:
-        return ratio, None, "-", False, None
+        return ratio, None, "-", False, None, "no interval"
     times, distribution = found
     interval = times if b.kind == LOWER else (1 / times[1], 1 / times[0])
     verdict, regressed = _sampled_verdict(b.kind, worse, times, interval, tolerance)
     p = float((distribution <= 1 + tolerance / 100).mean())
-    return ratio, interval, verdict, regressed, p
+    return ratio, interval, verdict, regressed, p, ""
 
 
 def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Line, Line, str]], list[Line], list[Line]]:
@@ -164,35 +178,15 @@ def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Lin
     return pairs, alone, unused
 
 
-DEVICES_DIFFER = "devices differ"
-
-
-def machine_factor(b: Line, n: Line, tolerance: float, raw: bool) -> tuple[float | None, str]:
-    """(how much slower the new machine is: baseline speed / new speed, what measured it), where that is
-    beyond the tolerance and not `raw`; (1, "") otherwise; (None, why) where the two ran on different kinds
-    of device or GPU models, which no peak makes comparable. The speed is the records' matmul peaks of the
-    row's precision; where those agree (one peak file kept for a series of runs, say) but the runs' own guard
-    bursts, measured while each ran, differ beyond the tolerance, it is the bursts'."""
-    if raw:
-        return 1.0, ""
-    if b.device and n.device and b.device != n.device and "GPU" in (b.device[:3], n.device[:3]):
-        return None, f"{DEVICES_DIFFER} ({b.device} -> {n.device})"
-    (base_name, base_peak), (_, new_peak) = b.peak_gflops, n.peak_gflops
-    for measured, base, new in ((f"its {base_name} matmul peak", base_peak, new_peak),
-                                ("its runs' own matmul bursts (the peaks agree)", b.burst_gflops, n.burst_gflops)):
-        if base and new and abs(base / new - 1) > tolerance / 100:
-            return base / new, f"{measured} ({base:.0f} -> {new:.0f} GFLOP/s)"
-    return 1.0, ""
-
-
 def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10.0,
             accuracy_tolerance: float = 2.0, raw: bool = False) -> Comparison:
-    """Matches the rows of two sets of result records and judges every shared figure (see RULE)."""
+    """Matches the rows of two sets of result records and judges every shared figure as measured (see RULE);
+    a WORSE that another machine explains (report.machines) is marked so, unless `raw`."""
     if not (tolerance >= 0 and accuracy_tolerance >= 0):
         raise ValueError(f"tolerances must be >= 0. Received: {tolerance!r}, {accuracy_tolerance!r}")
     pairs, alone, unused = _pair([line for r in baseline for line in lines(r)],
                                  [line for r in new for line in lines(r)])
-    rows, machines, sampled = [], [], []
+    rows, notes, sampled, explain = [], [], [], []
     for b, partner, note in pairs:
         label = b.label() + note
         unstable = ", ".join(side for side, line in (("baseline", b), ("new", partner)) if line.stability == "unstable")
@@ -202,37 +196,50 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
         elif b.status != partner.status:
             rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}",
                                   False, unstable=unstable))
-        slower, measured = machine_factor(b, partner, tolerance, raw)
-        if slower is None:
-            text = (f"the {measured}: every figure shown as measured, none normalised or judged (a peak does not "
-                    "make different devices comparable)")
-        else:
-            text = (f"new machine {slower:.2f}x {'slower' if slower > 1 else 'faster'} by {measured}: times and "
-                    "rates of batched work (epochs, sweep steps) judged normalised by it, batch-1 latencies and "
-                    "LoadGen's figures shown as measured, not judged (--raw: everything as measured)"
-                    ) if slower != 1.0 else ""
-        if text and text not in machines:
-            machines.append(text)
+        machine = machine_evidence.read(b, partner, tolerance)
+        if machine.text and machine.text not in notes:
+            notes.append(machine.text)
         for name, figure in b.figures.items():
             other = partner.figures.get(name)
             if figure.value is None or other is None or other.value is None:
                 continue
-            if slower is None or (slower != 1.0 and not figure.batched and figure.kind != ACCURACY):
+            if not machine.comparable:
                 ratio = other.value / figure.value if figure.value else None
-                why = "the devices differ" if slower is None else "another machine; a peak does not bound it"
                 rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
-                                      f"shown as measured, not judged ({why})", False, unstable=unstable))
+                                      "shown as measured, not judged (the devices differ)", False, basis=SHOWN,
+                                      why_shown=machine_evidence.DEVICES_DIFFER, unstable=unstable))
                 continue
-            factor = 1 / slower  # new times x factor: what they would be on the baseline's machine
-            ratio, interval, verdict, regressed, p = _judge(figure, other, factor, tolerance, accuracy_tolerance)
-            normalised = factor != 1.0 and figure.kind != ACCURACY
+            ratio, interval, verdict, regressed, p, why = _judge(figure, other, 1.0, tolerance, accuracy_tolerance)
             if p is not None:
                 sampled.append((len(rows), p))
+            if machine.factor != 1.0 and not raw and figure.kind != ACCURACY:
+                explain.append((len(rows), figure, other, machine.factor))
             rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
                                   verdict + (f" [unstable: {unstable}]" if unstable else ""), regressed, interval,
-                                  normalised, unstable))
-    rows = _holm(rows, sampled)
-    return Comparison(tuple(rows), tuple(b.label() for b in alone), tuple(n.label() for n in unused), tuple(machines))
+                                  SHOWN if why else JUDGED, why, unstable))
+    rows = _explained(_holm(rows, sampled), explain, tolerance, accuracy_tolerance)
+    return Comparison(tuple(rows), tuple(b.label() for b in alone), tuple(n.label() for n in unused), tuple(notes))
+
+
+def _explained(rows: list[FigureRow], explain: list, tolerance: float, accuracy_tolerance: float) -> list[FigureRow]:
+    """A WORSE on another machine is explained by it where, divided by the machine's factor, it is no longer
+    WORSE (its interval's conservative end back within the tolerance); otherwise it stands."""
+    from dataclasses import replace
+
+    out = list(rows)
+    for index, figure, other, factor in explain:
+        if not out[index].regressed:
+            continue
+        ratio, interval, verdict, regressed, _, _ = _judge(figure, other, 1 / factor, tolerance, accuracy_tolerance)
+        if regressed:
+            out[index] = replace(out[index], verdict=out[index].verdict + f"; the machine ({factor:.2f}x) does not "
+                                 f"explain it: divided by it, {verdict.removeprefix('WORSE: ')}")
+            continue
+        shown = f" (interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ""
+        out[index] = replace(out[index], regressed=False, basis=EXPLAINED, verdict=(
+            f"explained by the machine ({factor:.2f}x): divided by it, new/baseline {ratio:.3f}{shown}; as "
+            f"measured {out[index].verdict.removeprefix('WORSE: ')}"))
+    return out
 
 
 def _holm(rows: list[FigureRow], sampled: list[tuple[int, float]]) -> list[FigureRow]:

@@ -118,9 +118,10 @@ def _machines(loaded: Sequence[Loaded], labels: Sequence[str], offers: Sequence 
     body = "\n".join(f"<tr><td>{html.escape(name)}</td>" + "".join(f"<td>{html.escape(str(cells[i]))}</td>"
                                                                    for cells in columns.values()) + "</tr>"
                      for i, name in enumerate(names))
-    return ("<h2>The machines side by side</h2>\n<p>Throughput figures are compared across machines only within "
-            "one kind of device and GPU model, by the peak of the run's precision (compare; docs/trust.md); "
-            "latencies are not normalised. Published figures come from the studies' articles, as labelled.</p>\n"
+    return ("<h2>The machines side by side</h2>\n<p>Figures are shown as measured. compare judges them as measured "
+            "too, within one kind of device and GPU model, and names another machine only on evidence (separately "
+            "measured peaks confirmed by the runs' own matmul bursts; docs/trust.md). Published figures come from "
+            "the studies' articles, as labelled.</p>\n"
             f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>')
 
 
