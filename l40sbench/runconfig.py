@@ -13,7 +13,7 @@ from pathlib import Path
 from l40sbench.core.validate import require_at_least
 from l40sbench.settings import ARTICLE_BATCH_SIZE, ARTICLE_WARMUP, check_run_settings, check_runtime_settings
 
-PATH_FIELDS = ("output_dir", "tfds_data_dir", "export")
+PATH_FIELDS = ("output_dir", "tfds_data_dir", "export", "model")
 
 
 @dataclass(frozen=True)

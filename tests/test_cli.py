@@ -174,7 +174,7 @@ def test_help_explains_every_flag_without_importing_tensorflow():
     for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--weights", "--fine-tune",
                  "--limit", "--output-dir", "--seed", "--precision", "--xla", "--strict"):
         assert flag in helps["classify"]
-    for base in ("xception", "inceptionv3", "vgg19", "resnet50", "mobilenetv2"):
+    for base in ("xception", "inceptionv3", "vgg19", "efficientnetv2b0", "--list-bases", "--model"):
         assert base in helps["classify"]
     for flag in ("--base", "--data", "--epochs", "--batch-size", "--image-size", "--init-checkpoint", "--classes",
                  "--limit", "--output-dir", "--seed", "--score-threshold", "--precision"):

@@ -142,15 +142,15 @@ def test_update_refuses_exact_figures_that_differ_between_runs(tmp_path, capsys)
 
 
 def test_the_committed_baseline_covers_every_baseline_figure_the_benchmarks_record():
-    from l40sbench.classify.bases import BASES
-    from l40sbench.detect.bases import DETECTORS
+    from l40sbench.classify.bases import NAMED
+    from l40sbench.detect.bases import STUDIED
     from l40sbench.synthetic.models import MODELS
 
     committed = json.loads(gate.BASELINE.read_text())
     assert set(committed["figures"]) == {"cache_load_over_decode", "decode_over_opencv", "forward_over_plain_keras",
                                          "serving_over_model", "synthetic_step_over_plain_keras",
                                          "train_step_over_plain_keras"}
-    models = [("classify", n) for n in BASES.names()] + [("detect", n) for n in DETECTORS.names()] + [
+    models = [("classify", n) for n in NAMED] + [("detect", n) for n in STUDIED] + [
         ("synthetic", n) for n in MODELS.names()]
     assert len(models) == 20
     assert set(committed["exact"]) == {f"structure.{family}.{name}.{figure}" for family, name in models

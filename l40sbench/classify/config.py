@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
 from l40sbench.runconfig import RunConfig
@@ -18,6 +19,7 @@ class ClassifyConfig(RunConfig):
     """
 
     base: str = "xception"
+    model: Path | None = None  # a user's own .keras file as the base (base is then the file's name)
     epochs: int = 10
     weights: str = "imagenet"
     fine_tune: str = "head"

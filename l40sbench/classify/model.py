@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from l40sbench.classify.bases import BaseSpec
+from l40sbench.classify.bases import BASES, BaseSpec
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 
@@ -20,6 +20,19 @@ from l40sbench.errors import UserError
 # timeout does not bound a stalled DNS lookup.
 DOWNLOAD_TIMEOUT_S = 60.0
 
+
+def spec_for(base: str, model: str | Path | None = None) -> BaseSpec:
+    """The base a run fine-tunes: the file given as --model, else the keras.applications base named `base`
+    (in any case).
+
+    Raises:
+      UserError: an unknown name, or a file that is not a Keras model of one image input.
+    """
+    if model is not None:
+        from l40sbench.classify import own_model
+
+        return own_model.spec(Path(model))
+    return BASES.get(base.lower())
 
 
 def _try_imagenet(build: Callable[[object], object], timeout_s: float):
@@ -58,6 +71,10 @@ def build_base(spec: BaseSpec, image_size: int, weights: str, log: Log, timeout_
       weights: "imagenet" (Keras cache, else a download, else random with a
         warning), "none" (random) or the path of a local weights file.
     """
+    if spec.path is not None:  # a user's own model: the file holds its weights
+        from l40sbench.classify import own_model
+
+        return own_model.load(Path(spec.path)), f"the file's own ({Path(spec.path).name})"
     constructor = spec.constructor()
 
     def build(source):
@@ -95,7 +112,13 @@ def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, tr
     x = Preprocess(spec.module, name="preprocess")(inputs)
     # training=False keeps batch-norm statistics fixed, the usual transfer-learning recipe.
     x = base(x, training=False)
-    x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
+    if isinstance(x, (list, tuple, dict)):
+        raise UserError(f"{spec.name} has {len(x)} outputs: classify puts its head on a model of one output")
+    if len(x.shape) == 4:  # a feature map: pooled (a model of one's own may already end in a vector)
+        x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
+    elif len(x.shape) != 2:
+        raise UserError(f"{spec.name}'s output is {tuple(x.shape)}: classify puts its head on a feature map "
+                        "(batch, height, width, channels) or a vector (batch, features)")
     x = keras.layers.Dropout(0.2, name="dropout")(x)
     outputs = keras.layers.Dense(num_classes, activation="softmax", dtype="float32", name="head")(x)
     return keras.Model(inputs, outputs, name=f"{spec.name}_classifier")

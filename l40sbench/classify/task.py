@@ -16,9 +16,8 @@ import numpy as np
 from l40sbench import paths
 from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify import train_flops
-from l40sbench.classify.bases import BASES
 from l40sbench.classify.config import ClassifyConfig
-from l40sbench.classify.model import build_base, build_classifier
+from l40sbench.classify.model import build_base, build_classifier, spec_for
 from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.task import Built, Data, Flops, Probe
@@ -60,10 +59,12 @@ def load_dataset(config: ClassifyConfig, image_size: int, log: Log) -> tuple[fol
 
 
 def resolve_image_size(config: ClassifyConfig) -> int:
-    spec = BASES.get(config.base)
+    spec = spec_for(config.base, config.model)
     size = config.image_size or spec.default_size
     if size < spec.min_size:
         raise UserError(f"--image-size {size} is below {spec.name}'s minimum of {spec.min_size}")
+    if spec.path is not None and spec.min_size == spec.default_size and size != spec.default_size:
+        raise UserError(f"--image-size {size}: {spec.name} takes {spec.default_size} px images only")
     return size
 
 
@@ -109,7 +110,7 @@ def compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, lo
     _set_up_keras(config)
     import keras
 
-    spec = BASES.get(config.base)
+    spec = spec_for(config.base, config.model)
     with placement.scope() if placement is not None else contextlib.nullcontext():
         base, weights_label = build_base(spec, image_size, config.weights, log)
         model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
@@ -171,7 +172,7 @@ class ClassifyTask:
         from l40sbench.backends import load
 
         ops = load(config.backend)
-        spec = BASES.get(config.base)
+        spec = spec_for(config.base, config.model)
         log(f"loading {config.backend} and building {spec.name} at {config.image_size}x{config.image_size} ...")
         model, weights_label = compiled_model(config, config.image_size, len(data.splits.classes), log, placement)
         devices["compile"] = {"training": ops.training_compile(config.xla)[1],
@@ -185,6 +186,10 @@ class ClassifyTask:
             "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
             "fine_tune": config.fine_tune,
         }
+        if config.model is not None:
+            from l40sbench.classify import own_model
+
+            model_info["file"] = own_model.facts(Path(config.model))
         global_batch = devices["global_batch"]
         line = (f"training {config.epochs} epoch(s), batch {global_batch}, {data.info.train_images} images"
                 + (f", {config.batch_size} per device on {placement.replicas} replicas "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from l40sbench.classify.bases import BASES
 from l40sbench.cli.common import (
     add_device_flags,
@@ -29,16 +31,25 @@ def add(subparsers) -> None:
             "with the Kaggle cats/dogs split sizes is used."
         ),
     )
-    p.add_argument("--base", default="xception", help=f"base model: {', '.join(BASES.names())} (default: xception)")
+    p.add_argument("--base", default="xception",
+                   help=f"base model: any of the {len(BASES.names())} keras.applications models, by name in any case: "
+                        "the studies' xception, inceptionv3 and vgg19, or efficientnetv2b0, convnexttiny, resnet50, "
+                        "... (--list-bases lists them) (default: xception)")
+    p.add_argument("--model", type=Path, metavar="FILE.keras",
+                   help="your own Keras model file as the base instead of --base: the head goes on its output "
+                        "(pooled where it is a feature map), and it gets float32 pixels 0-255 (its own layers "
+                        "preprocess); the record names the file, its size and its SHA-256")
+    p.add_argument("--list-bases", action="store_true",
+                   help="list every --base with its default and smallest input size and its parameters, and stop")
     p.add_argument("--data", help="DIR with DIR/train/<class>/* and DIR/test/<class>/*, or tfds:NAME[:VERSION], a "
                                    "TensorFlow Datasets set (default: the stand-in)")
     p.add_argument("--epochs", type=int, default=10, help="training epochs (default: 10, the article's)")
     p.add_argument("--batch-size", type=int, default=16, help="training batch size (default: 16)")
     p.add_argument("--image-size", type=int, help="square input size in pixels (default: the base's own, e.g. 299 for xception)")
     p.add_argument(
-        "--weights", default="imagenet",
+        "--weights",
         help="imagenet (Keras cache, else download, else random with a warning), none (random), or PATH of a weights "
-             "file (default: imagenet)",
+             "file; not with --model, whose file holds its weights (default: imagenet)",
     )
     p.add_argument(
         "--fine-tune", default="head",
@@ -56,19 +67,44 @@ def add(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def list_bases() -> int:
+    from importlib.metadata import version
+
+    from l40sbench.classify import bases
+    from l40sbench.core.text import format_table
+
+    specs = [bases.BASES.get(name) for name in bases.BASES.names()]
+    print(format_table(("base", "keras.applications", "default px", "smallest px", "parameters (no top)",
+                        "preprocess_input of"),
+                       [(s.name, s.application, s.default_size, s.min_size, f"{s.parameters:,}", s.module)
+                        for s in specs]))
+    installed = version("keras")
+    print(f"\n{len(specs)} bases: every keras.applications model of keras {bases.KERAS_VERSION}"
+          + ("" if installed == bases.KERAS_VERSION else f" (installed: keras {installed}; "
+             "python -m l40sbench.classify.applications lists its own)")
+          + "; --base takes any, in any case; --model FILE.keras takes your own")
+    return 0
+
+
 def run(args) -> int:
     from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.model import spec_for
+
+    if args.list_bases:
+        return list_bases()
+    if args.model is not None and args.weights is not None:
+        raise UserError("--weights does not apply with --model: the file holds its weights")
 
     config = make_config(
         ClassifyConfig,
-        base=args.base, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
-        image_size=args.image_size, weights=args.weights, fine_tune=args.fine_tune, limit=args.limit,
+        base=args.model.stem if args.model is not None else args.base.lower(), model=args.model, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
+        image_size=args.image_size, weights=args.weights or "imagenet", fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
         worker_hosts=args.worker_hosts, task_index=args.task_index, backend=backend_flag(args, "classify"),
         epoch_scoring=args.epoch_scoring == "on",
     )
-    BASES.get(config.base)  # an unknown base fails before anything is loaded
+    spec_for(config.base, config.model)  # an unknown base or a file that is not a model fails before anything loads
     if config.backend == "tensorflow":
         return run_device_counts("classify", config, device_counts(args.devices))
     if args.devices not in ((1,), ("all",), ("cpu",)):

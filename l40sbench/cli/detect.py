@@ -35,7 +35,12 @@ def add(subparsers) -> None:
         ),
     )
     p.add_argument("--base", default="ssd_resnet50_fpn",
-                   help=f"detector: {', '.join(DETECTORS.names())} (default: ssd_resnet50_fpn)")
+                   help=f"detector: {', '.join(DETECTORS.names())}; the first three are the seed study's, the "
+                        "*_coco ones Model Garden's experiments as it registers them (--list-bases describes each) "
+                        "(default: ssd_resnet50_fpn)")
+    p.add_argument("--list-bases", action="store_true",
+                   help="list every --base with its Model Garden experiment, its smallest input and what it is, "
+                        "and stop")
     p.add_argument("--data",
                    help="DIR with train_zip/train and test_zip/test (or train/, test/): JPEGs with same-named VOC .xml; "
                         "or tfds:NAME[:VERSION], a TensorFlow Datasets set with objects/bbox and objects/label")
@@ -59,9 +64,23 @@ def add(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def list_bases() -> int:
+    from l40sbench.core.text import format_table
+    from l40sbench.detect.bases import DETECTORS, STUDIED
+
+    specs = [DETECTORS.get(name) for name in DETECTORS.names()]
+    print(format_table(("base", "Model Garden experiment", "smallest px", "study", "what it is"),
+                       [(s.name, s.experiment, s.min_size, "seed study" if s.name in STUDIED else "-",
+                         s.architecture) for s in specs]))
+    return 0
+
+
 def run(args) -> int:
     from l40sbench.detect.bases import DETECTORS
     from l40sbench.detect.config import DetectConfig
+
+    if args.list_bases:
+        return list_bases()
 
     classes = args.classes
     backend_flag(args, "detect")

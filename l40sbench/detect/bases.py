@@ -82,8 +82,20 @@ for _spec in (
         "shared/specs, FPN levels 2-6; TF1's 300 proposals and 64 sampled regions per image", 6,
         _inception_v2_backbone,
     ),
+    # Model Garden's own experiments as it registers them, its defaults untouched (only the protocol's input
+    # size, classes, batch and data change): a user's "how fast is Model Garden's RetinaNet here".
+    DetectorSpec(
+        "retinanet_resnetfpn_coco", "retinanet_resnetfpn_coco", "retinanet",
+        "Model Garden's retinanet_resnetfpn_coco as registered: RetinaNet, ResNet-50 backbone, FPN levels 3-7", 7,
+    ),
+    DetectorSpec(
+        "fasterrcnn_resnetfpn_coco", "fasterrcnn_resnetfpn_coco", "maskrcnn",
+        "Model Garden's fasterrcnn_resnetfpn_coco as registered: Faster R-CNN, ResNet-50 backbone, FPN levels 2-6, "
+        "its 1000 proposals and 512 sampled regions per image", 6,
+    ),
 ):
     DETECTORS.register(_spec.name, _spec)
+STUDIED = ("faster_rcnn_inception_v2", "faster_rcnn_resnet50", "ssd_resnet50_fpn")  # the seed study's three
 
 
 def experiment_config(
