@@ -247,6 +247,27 @@ def test_the_deadline_on_a_fake_clock_gives_the_running_step_what_is_left_and_st
     assert [s["status"] for s in state["steps"]] == ["ok", "cut", "skipped"]
 
 
+def test_a_step_the_kernel_killed_says_so_and_the_study_goes_on(tmp_path):
+    """A child ended by SIGKILL has no error of its own (faster_rcnn_resnet50 at 640 px, batch 16, took 24 GB
+    on this host and the OOM killer ended it): its row says where it was and the likeliest cause."""
+    from l40sbench.study import run as study_run
+    from l40sbench.study.plan import Plan, Step
+
+    def runner(argv, folder, timeout):
+        folder.mkdir(parents=True)
+        if "big" in argv:
+            (folder / "log.txt").write_text("training ...\n  epoch 1 step 2/15: loss 4.8098  35.3 s\n")
+            return -signal.SIGKILL
+        (folder / "result.json").write_text(json.dumps({"complete": True}))
+        return 0
+
+    plan = Plan("l40s", (Step("big-one", "detect", ("big",), 1.0), Step("small-one", "classify", ("small",), 1.0)))
+    outcomes = study_run.run_plan(plan, tmp_path, {}, lambda line: None, runner=runner)
+    assert [o.status for o in outcomes] == ["failed", "ok"]
+    assert outcomes[0].reason.startswith("killed by SIGKILL at 'epoch 1 step 2/15: loss 4.8098  35.3 s': most "
+                                         "likely the kernel's out-of-memory killer (this host has ")
+
+
 @pytest.mark.long
 def test_a_deadline_cuts_the_running_step_keeping_its_record_and_starts_none_that_would_cross_it(tmp_path):
     from l40sbench.study import run as study_run

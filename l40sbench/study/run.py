@@ -74,6 +74,18 @@ def _last_error(log: Path) -> str:
     return first_line(users[-1]) if users else last_error(text) or first_line(lines[-1] if lines else "no output")
 
 
+def ended_by(code: int, log: Path) -> str:
+    """Why a step's process failed, in a line: its exit code and its last error; for a process the kernel
+    killed (SIGKILL: no error of its own), that its last line is where it was and the likeliest killer."""
+    import os
+
+    if code != -signal.SIGKILL:
+        return f"exit {code}: {_last_error(log)}"
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"killed by SIGKILL at '{_last_error(log)}': most likely the kernel's out-of-memory killer (this host "
+            f"has {memory:.0f} GB; `dmesg` names it); a smaller --batch-size or --image-size needs less")
+
+
 def pace(plan: Plan, outcomes: list[Outcome]) -> float:
     """How the finished steps' times compared to their estimates (the estimates' own error on this machine)."""
     ran = [(o.seconds, s.estimate_s) for o, s in zip(outcomes, plan.steps) if o.status == "ok" and o.seconds]
@@ -120,7 +132,7 @@ def run_plan(plan: Plan, root: Path, state: dict, log: Callable[[str], None],
                 outcomes.append(Outcome(step.name, "ok", seconds))
                 log(f"{prefix}: ok in {duration(seconds)}")
             else:
-                reason = f"exit {code}: {_last_error(folder / 'log.txt')}"
+                reason = ended_by(code, folder / "log.txt")
                 outcomes.append(Outcome(step.name, "failed", seconds, reason))
                 log(f"{prefix}: FAILED ({reason}); the study goes on")
         state["steps"] = [{"name": o.name, "status": o.status, "seconds": o.seconds, "reason": o.reason}
