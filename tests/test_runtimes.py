@@ -372,3 +372,26 @@ def test_tf_on_a_gpu_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_referen
     assert [r.runtime for r in rows] == ["tf", measure.CPU_REFERENCE, "onnxruntime"] and counts == [1, 2, 3]
     assert hidden == [("tf", "-1"), ("onnxruntime", None)]
     assert rows[1].status == "ok" and rows[1].settings["gpus_hidden"] is True and rows[1].artifact == "m"
+
+
+def test_the_classifiers_output_is_found_among_inner_tensors_a_converter_exposed(monkeypatch, tmp_path):
+    """OpenVINO's conversion of EfficientNetV2B0 hands back its activations beside the probabilities: the row
+    scores the one output of tf's shape; where none or several have it, the row fails and says why."""
+    import numpy as np
+
+    from l40sbench.classify.runtimes import probabilities_of
+    from l40sbench.runtimes import measure
+    from l40sbench.runtimes.export import Artifact
+
+    reference = np.array([[0.9, 0.1], [0.2, 0.8]])
+    inner = {"Identity:0": reference, "block1a_activation:0": np.zeros((2, 16, 16, 16))}
+    assert probabilities_of(inner, reference) is reference
+    ambiguous = {"a": reference, "b": reference.copy()}
+    monkeypatch.setattr(measure, "_time_in_child", lambda *args, **kwargs: ({"precision": "fp32"}, ambiguous, ""))
+    work = measure.Workload(
+        images=[], export=lambda runtime, precision, folder: Artifact(folder, 0.1, 1.0, "test", "fp32"),
+        score=lambda outputs: {"test_accuracy": float(probabilities_of(outputs, reference).sum())},
+        mismatch=lambda accuracy, tf: False, warmup=1, trained_precision="fp32")
+    row = measure.measure_one("openvino", work, "fp32", tmp_path / "openvino", tmp_path / "inputs.npz", {},
+                              lambda line: None)
+    assert row.status == "failed" and row.reason.startswith("its outputs could not be scored: 2 outputs, 2 of them")

@@ -19,9 +19,20 @@ MODEL_FILE = "model.keras"
 ACCURACY_BOUND = 0.01  # a runtime more than 1 point less accurate than tf is an accuracy-mismatch
 
 
-def _only(outputs: dict) -> np.ndarray:
-    (probabilities,) = outputs.values()
-    return probabilities
+def probabilities_of(outputs: dict, reference: np.ndarray) -> np.ndarray:
+    """The classifier's output among a runtime's outputs: the one output, or the one of tf's shape where a
+    converter exposed inner tensors as outputs too (OpenVINO does for EfficientNetV2's activations).
+
+    Raises:
+      ValueError: no output, or several, of tf's shape (the row fails, saying so).
+    """
+    if len(outputs) == 1:
+        return next(iter(outputs.values()))
+    shaped = [value for value in outputs.values() if value.shape == reference.shape]
+    if len(shaped) != 1:
+        raise ValueError(f"{len(outputs)} outputs, {len(shaped)} of them of tf's shape {reference.shape}: which is "
+                         "the classifier's is not known")
+    return shaped[0]
 
 
 def workload(model, test_images: np.ndarray, labels: np.ndarray, tf_probabilities: np.ndarray, warmup: int,
@@ -29,7 +40,8 @@ def workload(model, test_images: np.ndarray, labels: np.ndarray, tf_probabilitie
     return Workload(
         images=[image[None] for image in test_images],
         export=lambda runtime, precision, folder: export_keras(model, runtime, precision, folder),
-        score=lambda outputs: agreement.classification(tf_probabilities, _only(outputs), labels),
+        score=lambda outputs: agreement.classification(tf_probabilities, probabilities_of(outputs, tf_probabilities),
+                                                       labels),
         mismatch=lambda accuracy, tf: accuracy["test_accuracy"] < tf["test_accuracy"] - ACCURACY_BOUND,
         warmup=warmup, trained_precision=trained_precision,
     )

@@ -99,7 +99,11 @@ def load_onnxruntime(path: Path, precision: str, threads: int, file_precision: s
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    (model_input,) = session.get_inputs()
+    inputs = session.get_inputs()
+    if len(inputs) != 1:
+        raise ValueError(f"the ONNX file takes {len(inputs)} inputs ({', '.join(i.name for i in inputs)}), not one "
+                         "image: its converter left constants of the model as inputs")
+    (model_input,) = inputs
     names = [output.name for output in session.get_outputs()]
 
     def call(image: np.ndarray) -> dict:

@@ -97,7 +97,10 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
                                               workload.warmup, folder, inputs)
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
-    accuracy = workload.score(outputs)
+    try:
+        accuracy = workload.score(outputs)
+    except ValueError as exc:  # outputs the task cannot read: this row fails, the run goes on
+        return RuntimeResult(**base, status="failed", reason=f"its outputs could not be scored: {child.first_line(exc)}")
     status, reason = "ok", ""
     expected = precision if artifact.precision == "fp32" else artifact.precision  # LiteRT's file fixes its own
     if timing["precision"] != expected:
