@@ -16,12 +16,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
+from benchmarks.timed_cli import timed_cli  # noqa: E402
 
 COMMANDS = {
     "classify (tensorflow)": ["classify", "--base", "vgg19", "--epochs", "1", "--limit", "8", "--image-size", "32"],
@@ -57,11 +57,9 @@ def main() -> int:
             walls, done = [], None
             for _ in range(args.rounds):
                 out = Path(work) / "out"
-                started = time.perf_counter()
-                done = subprocess.run([sys.executable, "-m", "l40sbench", *argv, *(
-                    ["--output-dir", str(out)] if argv[0] in ("classify", "detect", "synthetic") else [])],
-                    capture_output=True, text=True, cwd=work, env=env, timeout=300)
-                walls.append(time.perf_counter() - started)
+                seconds, done = timed_cli([*argv, *(["--output-dir", str(out)] if argv[0] in (
+                    "classify", "detect", "synthetic") else [])], cwd=work, env=env, timeout=300)
+                walls.append(seconds)
                 assert not out.exists(), f"{name} left {out}"
             line = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "(nothing)"
             lines = len(done.stderr.strip().splitlines())

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
+from benchmarks.timed_cli import timed_cli  # noqa: E402
 
 COMMANDS = {"classify --list-bases": ["classify", "--list-bases"], "detect --list-bases": ["detect", "--list-bases"],
             "--version (the CLI's own start)": ["--version"]}
@@ -33,10 +32,8 @@ def main() -> int:
     for name, argv in COMMANDS.items():
         walls, done = [], None
         for _ in range(args.rounds):
-            started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "l40sbench", *argv], capture_output=True, text=True,
-                                  cwd=REPO, timeout=120, check=True)
-            walls.append(time.perf_counter() - started)
+            seconds, done = timed_cli(argv, cwd=REPO, timeout=120, check=True)
+            walls.append(seconds)
         rows = sum(" | " in line for line in done.stdout.splitlines()) - 1
         print(f"| {name} | {max(rows, 0)} | {', '.join(f'{w:.2f}' for w in walls)} | {statistics.median(walls):.2f} |")
     print(f"host: NumPy float32 1024 matmul {host_matmul_gflops():.0f} GFLOP/s after")

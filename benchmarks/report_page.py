@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402  (the GPU run's host calibration, the same figure)
+from benchmarks.timed_cli import timed_cli  # noqa: E402
 
 
 def main() -> int:
@@ -36,10 +35,8 @@ def main() -> int:
         for round_ in range(args.rounds):
             for name, extra in (("markdown", []), ("with --html", ["--html"])):
                 out = Path(scratch) / f"{round_}-{len(extra)}"
-                started = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "l40sbench", "report", *args.inputs, "--output-dir", str(out), *extra],
-                               check=True, capture_output=True, cwd=REPO)
-                walls[name].append(time.perf_counter() - started)
+                seconds, _ = timed_cli(["report", *args.inputs, "--output-dir", str(out), *extra], check=True, cwd=REPO)
+                walls[name].append(seconds)
                 if extra:
                     size = (out / "index.html").stat().st_size
             print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in walls.items()))

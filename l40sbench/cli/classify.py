@@ -97,8 +97,8 @@ def run(args) -> int:
 
     config = make_config(
         ClassifyConfig,
-        base=args.model.stem if args.model is not None else args.base.lower(), model=args.model, **data_flags(args), epochs=args.epochs, batch_size=args.batch_size,
-        image_size=args.image_size, weights=args.weights or "imagenet", fine_tune=args.fine_tune, limit=args.limit,
+        base=args.model.stem if args.model is not None else args.base.lower(), model=args.model,
+        **data_flags(args), epochs=args.epochs, batch_size=args.batch_size, image_size=args.image_size, weights=args.weights or "imagenet", fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
         worker_hosts=args.worker_hosts, task_index=args.task_index, backend=backend_flag(args, "classify"),

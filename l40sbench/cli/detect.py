@@ -93,8 +93,4 @@ def run(args) -> int:
         task_index=args.task_index, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
     )
     DETECTORS.get(config.base)
-    counts = device_counts(args.devices)
-    # Every count's config is checked now, before anything runs (a later count's refusal would be a traceback).
-    for count in counts:
-        make_config(DetectConfig, **{**config.__dict__, "devices": count, "devices_available": max(counts)})
-    return run_device_counts("detect", config, counts)
+    return run_device_counts("detect", config, device_counts(args.devices))

@@ -21,6 +21,11 @@ def run_device_counts(task: str, config, counts: tuple[int, ...]) -> int:
 
     if len(counts) > 1 and config.worker_hosts:
         raise UserError("--worker-hosts takes one --devices count")
+    try:  # every count's settings checked before any count runs: a refusal is one line, not a later traceback
+        for count in counts:
+            dataclasses.replace(config, devices=count, devices_available=max(counts))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     if config.worker_hosts and config.task_index > 0:
         mine: list[dict] = []
         with tempfile.TemporaryDirectory(prefix="l40sbench-worker-") as scratch:
