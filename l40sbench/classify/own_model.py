@@ -65,12 +65,17 @@ def spec(path: Path) -> BaseSpec:
 
 
 def facts(path: Path) -> dict:
-    """The file's identity for the record."""
+    """The file's identity for the record; a folder's (a SavedModel) over its files' relative names and bytes,
+    in name order."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    return {"path": str(path.resolve()), "bytes": sum(f.stat().st_size for f in files), "sha256": digest.hexdigest()}
 
 
 def load(path: Path):

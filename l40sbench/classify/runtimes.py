@@ -35,20 +35,21 @@ def probabilities_of(outputs: dict, reference: np.ndarray) -> np.ndarray:
     return shaped[0]
 
 
-def workload(model, test_images: np.ndarray, labels: np.ndarray, tf_probabilities: np.ndarray, warmup: int,
+def workload(model, test_images: np.ndarray, labels: np.ndarray | None, tf_probabilities: np.ndarray, warmup: int,
              trained_precision: str) -> Workload:
     return Workload(
         images=[image[None] for image in test_images],
         export=lambda runtime, precision, folder: export_keras(model, runtime, precision, folder),
         score=lambda outputs: agreement.classification(tf_probabilities, probabilities_of(outputs, tf_probabilities),
                                                        labels),
-        mismatch=lambda accuracy, tf: accuracy["test_accuracy"] < tf["test_accuracy"] - ACCURACY_BOUND,
+        mismatch=lambda accuracy, tf: (labels is not None
+                                       and accuracy["test_accuracy"] < tf["test_accuracy"] - ACCURACY_BOUND),
         warmup=warmup, trained_precision=trained_precision,
     )
 
 
-def reference_row(inference: InferenceResult, tf_probabilities: np.ndarray, labels: np.ndarray, model_file: Path,
-                  precision: str, xla: bool) -> RuntimeResult:
+def reference_row(inference: InferenceResult, tf_probabilities: np.ndarray, labels: np.ndarray | None,
+                  model_file: Path, precision: str, xla: bool, exporter: str = "keras Model.save") -> RuntimeResult:
     """The tf row: the run's own probe, in the training process."""
-    return tf_row(inference, model_file, "keras Model.save", precision, "tf.function" + (" (XLA)" if xla else ""),
+    return tf_row(inference, model_file, exporter, precision, "tf.function" + (" (XLA)" if xla else ""),
                   agreement.classification(tf_probabilities, tf_probabilities, labels))

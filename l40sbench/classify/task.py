@@ -257,13 +257,20 @@ class ClassifyTask:
         return self._rows(built.model, data.splits, probe, model_file, config)
 
     def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig):
-        reference = cl_runtimes.reference_row(probe.inference, probe.outputs, images.y["test"], model_file,
-                                              config.precision, config.xla)
-        return reference, cl_runtimes.workload(model, images.x["test"], images.y["test"], probe.outputs,
-                                               config.warmup, config.precision)
+        from l40sbench.classify.given_model import labels_for
+
+        labels, _ = labels_for(probe.outputs, images.y["test"], len(images.classes))  # a given model's may not be
+        reference = cl_runtimes.reference_row(probe.inference, probe.outputs, labels, model_file, config.precision,
+                                              config.xla)
+        return reference, cl_runtimes.workload(model, images.x["test"], labels, probe.outputs, config.warmup,
+                                               config.precision)
 
     def model_path(self, run_dir: Path, record: dict) -> Path:
         path = run_dir / cl_runtimes.MODEL_FILE
+        given = (record.get("model") or {}).get("file") if (record.get("notes") or {}).get("given_model") else None
+        if not path.is_file() and given:
+            raise UserError(f"{run_dir} timed {given['path']} as it was given: time it again with "
+                            f"`infer --model {given['path']}`")
         if not path.is_file():
             raise UserError(f"{run_dir} holds no fine-tuned model ({cl_runtimes.MODEL_FILE}): it was run before "
                             "models were kept, or without an output folder")

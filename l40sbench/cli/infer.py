@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from l40sbench.cli.common import (
@@ -9,13 +10,18 @@ from l40sbench.cli.common import (
     Renamed,
     add_cpu_flag,
     add_runtime_flags,
+    add_tfds_flags,
+    data_flags,
     finite,
     float_list,
     gate_devices,
     int_list,
     log,
+    make_config,
     name_list,
     one_device,
+    output_dir_for,
+    run_id,
 )
 from l40sbench.errors import UserError
 
@@ -23,20 +29,48 @@ from l40sbench.errors import UserError
 def add(subparsers) -> None:
     p = subparsers.add_parser(
         "infer",
-        help="time a finished run's fine-tuned model again, on any inference runtime, without retraining",
+        help="time a finished run's fine-tuned model, or a model file of yours, on any inference runtime, "
+             "without training",
         description=(
             "Reads RUN_DIR (a classify or detect run folder: result.json and the fine-tuned model, model.keras "
             "or the SavedModel), reads the run's test split again with its own settings, times the model on tf "
             "in this process (the reference) and on each other runtime in a child process, images one at a "
             "time with the warm-up excluded, and scores each against the labels and against tf. The rows "
-            "replace that runtime's earlier rows in RUN_DIR/result.json; the run's own tf figures stay."
+            "replace that runtime's earlier rows in RUN_DIR/result.json; the run's own tf figures stay. "
+            "With --model PATH instead, a model file of yours (a .keras file, a SavedModel folder or an .onnx "
+            "file) is timed as it is on the data of --data, into a new run folder of the same shape: uint8 "
+            "pixels go in, cast to float 0-255 (the model's own layers preprocess; an ONNX file taking "
+            "(batch, 3, h, w) gets them so). Accuracy is scored where the model's outputs are the data's "
+            "classes; otherwise the runtimes' agreement only, and the record says so."
         ),
     )
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished classify or detect run folder")
+    p.add_argument("run_dir", type=Path, nargs="?", metavar="RUN_DIR", help="a finished classify or detect run folder")
+    _add_model_flags(p)
     add_runtime_flags(p, default=("all",))
     add_cpu_flag(p)
     _add_scenario_flags(p)
     p.set_defaults(func=run)
+
+
+def _add_model_flags(p) -> None:
+    """--model and the data flags it takes (classify's)."""
+    g = p.add_argument_group("a model file of yours (instead of RUN_DIR)")
+    g.add_argument("--model", type=Path, metavar="PATH",
+                   help="a .keras file, a SavedModel folder or an .onnx file, timed as it is: tf (onnxruntime for an "
+                        "ONNX file) in this process is the reference; the runtimes that can load it follow")
+    g.add_argument("--data", help="with --model: as classify's --data, a folder-per-class set or tfds:NAME "
+                                  "(default: the stand-in)")
+    add_tfds_flags(g)
+    g.add_argument("--image-size", type=int, help="with --model: the square input size where the model takes any "
+                                                  "(default: the size it declares, else 224)")
+    g.add_argument("--limit", type=int, help="with --model: at most N images per split, classes balanced")
+    g.add_argument("--strict", action="store_true", help="with --model: fail on an unreadable image instead of "
+                                                        "skipping it")
+    g.add_argument("--output-dir", type=Path, help="with --model: where the run folder goes "
+                                                   "(default: results/<stamp>-infer-<model name>/)")
+
+
+MODEL_ONLY = ("--data", "--tfds-data-dir", "--tfds-splits", "--image-size", "--limit", "--strict", "--output-dir")
 
 
 def _add_scenario_flags(p) -> None:
@@ -112,36 +146,72 @@ def _load_config(args):
     return config
 
 
+def _given_flags(args) -> list[str]:
+    """The --model-only flags given on the command line."""
+    return [flag for flag in MODEL_ONLY if getattr(args, flag[2:].replace("-", "_")) not in (None, False)]
+
+
+def _model_run(args):
+    """(run folder, the call that times --model into it) after the checks that read no model."""
+    from l40sbench.classify import given_model
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.harness.infer_model import infer_model
+
+    given = given_model.check(args.model)
+    output_dir = args.output_dir or Path("results") / run_id("infer", args.model.stem)
+    config = make_config(ClassifyConfig, base=args.model.stem, model=args.model, **data_flags(args), epochs=None,
+                         image_size=args.image_size, weights=str(args.model), limit=args.limit, strict=args.strict,
+                         output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision)
+    return output_dir, lambda load, save: infer_model(given, config, args.runtimes, args.runtime_precision, log=log,
+                                                       save=save, load=load)
+
+
+def _folder_run(args):
+    """(run folder, the call that times RUN_DIR's model again)."""
+    from l40sbench.harness.infer import infer
+
+    if _given_flags(args):
+        raise UserError(f"{_given_flags(args)[0]} goes with --model: a run folder's test split is read again with "
+                        "the run's own settings")
+    return args.run_dir, lambda load, save: infer(args.run_dir, args.runtimes, args.runtime_precision, log=log,
+                                                  save=save, load=load)
+
+
 def run(args) -> int:
     from l40sbench.core.records import write_result
-    from l40sbench.harness.infer import infer
     from l40sbench.report import scenario_tables, tables
     from l40sbench.runtimes.registry import resolve
 
+    if (args.run_dir is None) == (args.model is None):
+        raise UserError("infer takes RUN_DIR (a finished run folder) or --model PATH (a model file), one of them")
     resolve(args.runtimes)  # an unknown name fails before anything is read
     one_device(args)
     load = _load_config(args)
+    folder, measure = _model_run(args) if args.model is not None else _folder_run(args)
     gate_devices(args, "tensorflow")  # the reference, tf, runs here
     saved: dict = {}
 
     def save(record: dict) -> None:
-        saved["path"] = write_result(args.run_dir, record)
+        saved["path"] = write_result(folder, record)
 
     try:
-        record = infer(args.run_dir, args.runtimes, args.runtime_precision, log=log, save=save, load=load)
+        with output_dir_for(folder) if args.model is not None else contextlib.nullcontext():
+            record = measure(load, save)
     except KeyboardInterrupt:
         kept = f"; the rows and tests finished so far are in {saved['path']}" if "path" in saved else ""
         log(f"interrupted{kept}")
         return EXIT_INTERRUPTED
     print()
-    print(f"Inference by runtime: {record['base']} from {args.run_dir} (batch 1, fastest first; precision: what "
-          "the runtime runs, and what it was asked for where that differs)")
+    print(f"Inference by runtime: {record['base']} from {args.model or args.run_dir} (batch 1, fastest first; "
+          "precision: what the runtime runs, and what it was asked for where that differs)")
     print(tables.runtime_table(record))
+    if (record.get("notes") or {}).get("accuracy"):
+        print(f"  {record['notes']['accuracy']}")
     if load is not None:
         for scenario in load.scenarios:
             print()
             print(scenario_tables.scenario_title(record, scenario))
             print(scenario_tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
-        print(f"LoadGen logs: {args.run_dir / 'loadgen'}")
+        print(f"LoadGen logs: {folder / 'loadgen'}")
     print(f"results: {saved['path']}")
     return 0

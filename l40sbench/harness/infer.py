@@ -60,12 +60,17 @@ def merge(rows: tuple, new_rows: tuple, key: Callable[[dict], object] = lambda r
     return tuple(row for row in rows if key(row) not in again) + tuple(new_rows)
 
 
-def check_load(load, record: dict) -> None:
-    """Raises UserError when `infer --scenario` cannot run on this run (before any work)."""
+def check_loadgen() -> None:
+    """Raises UserError when MLPerf LoadGen is not installed (before any work)."""
     import importlib.util
 
     if importlib.util.find_spec("mlperf_loadgen") is None:
         raise UserError("--scenario needs MLPerf LoadGen: pip install 'l40sbench[loadgen]' (mlcommons-loadgen)")
+
+
+def check_load(load, record: dict) -> None:
+    """Raises UserError when `infer --scenario` cannot run on this run (before any work)."""
+    check_loadgen()
     load_task(record["task"]).check_scenarios(load, record)
 
 
@@ -77,8 +82,7 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
       KeyboardInterrupt: after the rows and the finished scenarios were saved (notes.infer_runs marks the
         call complete: false).
     """
-    from l40sbench.runtimes.measure import measure_runtimes
-    from l40sbench.runtimes.registry import RUNTIMES, resolve
+    from l40sbench.runtimes.registry import resolve
 
     runtimes = resolve(names)
     record = read_run(run_dir)
@@ -86,6 +90,16 @@ def infer(run_dir: Path, names: tuple[str, ...], precision: str, *, log: Log, sa
     if load is not None:
         check_load(load, record)
     reference, work = load_task(record["task"]).reload(record, model, log)
+    return measure(run_dir, record, reference, work, runtimes, precision, log=log, save=save, load=load, names=names)
+
+
+def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, ...], precision: str, *, log: Log,
+            save: Save, load, names: tuple[str, ...]) -> dict:
+    """The rows of `runtimes` beside the reference row, then `load`'s LoadGen scenarios on the runtimes `names`
+    asked for, merged into `record` (earlier rows of the same runtime replaced) and saved after each."""
+    from l40sbench.runtimes.measure import measure_runtimes
+    from l40sbench.runtimes.registry import RUNTIMES
+
     earlier = tuple((record["inference"] or {}).get("runtimes") or ())
     earlier_scenarios = tuple((record["inference"] or {}).get("scenarios") or ())
     call = {"date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

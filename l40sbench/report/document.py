@@ -99,7 +99,10 @@ ACCURACY_COLUMNS = {
 
 def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
     title = TASK_TITLES[task]
-    parts = [f"## {title}", "", *_stability_lines(runs), "### Training time", "", *_table(runs, TRAIN_COLUMNS)]
+    trained = [(label, r) for label, r in runs if r["train"]["epochs"]]  # `infer --model` times a file untrained
+    parts = [f"## {title}", "", *_stability_lines(runs), "### Training time", "",
+             *(_table(trained, TRAIN_COLUMNS) if trained else
+               ["No run here trained: each timed a model file as it was given (`infer --model`).", ""])]
     bars = series.epoch_bars(runs)
     if bars:
         name = f"epoch_times_{task}.png"

@@ -226,11 +226,12 @@ def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]
 
     rows = runtime_rows(result)
     timed = [r for r in rows if (r.get("inference") or {}).get("mean_ms")]
+    named = (result.get("notes") or {}).get("reference_runtime", "tf")  # an ONNX file's is onnxruntime
     lines = []
     for r in rows:
         inf = r.get("inference") or {}
         accuracy, agreement = _runtime_accuracy(result["task"], r.get("accuracy") or {})
-        tf = reference_for(r, timed)  # tf, or tf with the GPUs hidden for a CPU row on a GPU machine
+        tf = reference_for(r, timed, named)  # tf, or tf with the GPUs hidden for a CPU row on a GPU machine
         speedup = tf["inference"]["mean_ms"] / inf["mean_ms"] if tf is not None and inf.get("mean_ms") else None
         lines.append((r["runtime"], r["status"], r.get("device") or "-", _runtime_precision(r), r.get("threads") or "-",
                       number(r.get("size_mb"), 1), number(r.get("export_seconds"), 1), number(inf.get("mean_ms")),
@@ -239,7 +240,7 @@ def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]
                       "-" if speedup is None else f"{speedup:.2f}x", accuracy, agreement))
     accuracy_name = "mAP .5:.95 / .5" if result["task"] == "detect" else "test acc"
     reasons = [f"{r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
-    return (*RUNTIME_HEADERS, accuracy_name, "agreement with tf"), lines, reasons
+    return (*RUNTIME_HEADERS[:-1], f"vs {named}", accuracy_name, f"agreement with {named}"), lines, reasons
 
 
 def runtime_table(result: dict) -> str:

@@ -36,6 +36,11 @@ class LoadedModel:
     device: str = "CPU"  # where the runtime computes: CPU or GPU (a row's ratio is drawn only on one device)
 
 
+def channels_first(shape) -> bool:
+    """Whether an image input of `shape` is (batch, 3, height, width), as PyTorch exports to ONNX take it."""
+    return len(shape) == 4 and shape[1] == 3 and shape[3] != 3
+
+
 def tf_device_kind() -> str:
     """Where TensorFlow places a model's ops in this process: the kind of its first device."""
     from l40sbench.backends.tf_device import devices
@@ -105,9 +110,14 @@ def load_onnxruntime(path: Path, precision: str, threads: int, file_precision: s
                          "image: its converter left constants of the model as inputs")
     (model_input,) = inputs
     names = [output.name for output in session.get_outputs()]
+    dtype = {"tensor(float)": "float32", "tensor(float16)": "float16"}.get(model_input.type)
+    transposed = channels_first(model_input.shape)
 
     def call(image: np.ndarray) -> dict:
-        return dict(zip(names, session.run(None, {model_input.name: image}), strict=True))
+        # a file that takes float pixels gets them cast (and NCHW where it takes that), inside the timed call
+        image = image.transpose(0, 3, 1, 2) if transposed else image
+        fed = image.astype(dtype) if dtype else image
+        return dict(zip(names, session.run(None, {model_input.name: fed}), strict=True))
 
     return LoadedModel(call, file_precision, threads, ort.__version__,
                   {"providers": session.get_providers(), "graph_optimization": "ORT_ENABLE_ALL",
@@ -125,9 +135,12 @@ def load_openvino(path: Path, precision: str, threads: int, file_precision: str,
     effective = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
     request = compiled.create_infer_request()
     names = [output.get_any_name() for output in compiled.outputs]
+    shape = compiled.inputs[0].get_partial_shape()
+    transposed = shape.rank.is_static and channels_first([d.get_length() if d.is_static else None for d in shape])
 
     def call(image: np.ndarray) -> dict:
-        results = request.infer({0: image})
+        # OpenVINO converts the uint8 pixels to the input's type itself; a layout of NCHW is the caller's
+        results = request.infer({0: image.transpose(0, 3, 1, 2) if transposed else image})
         # The request reuses its output buffers: copy them out, as every other runtime hands over copies.
         return {name: np.array(results[output]) for name, output in zip(names, compiled.outputs, strict=True)}
 

@@ -162,7 +162,7 @@ def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str,
     on_row(rows so far) after each."""
     rows = (reference,)
     on_row(rows)
-    others = [name for name in names if name != REFERENCE]
+    others = [name for name in names if name not in (REFERENCE, reference.runtime)]
     if not others:
         return rows
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +174,7 @@ def measure_runtimes(names: tuple[str, ...], workload: Workload, precision: str,
             on_row(rows)
         for name in others:
             row = measure_one(name, workload, precision, out_dir / name, inputs, reference.accuracy, log)
-            log(describe(row, reference_for(row, rows)))
+            log(describe(row, reference_for(row, rows, reference.runtime)))
             rows += (row,)
             on_row(rows)
     finally:
@@ -200,13 +200,13 @@ def tf_row(inference: InferenceResult, artifact: Path, exporter: str, precision:
     )
 
 
-def reference_for(row, rows):
-    """The reference a row's ratio is drawn against: tf's own row, or tf with the GPUs hidden, whichever ran on
-    the row's kind of device (None where neither did)."""
+def reference_for(row, rows, reference: str = REFERENCE):
+    """The reference a row's ratio is drawn against: tf's own row (or `reference`'s, onnxruntime's for an ONNX
+    file), or tf with the GPUs hidden, whichever ran on the row's kind of device (None where neither did)."""
     def name(r):
         return r["runtime"] if isinstance(r, dict) else r.runtime
 
-    candidates = [r for r in rows if name(r) in (REFERENCE, CPU_REFERENCE)]
+    candidates = [r for r in rows if name(r) in (reference, CPU_REFERENCE)]
     return next((r for r in candidates if same_device(row, r)), None)
 
 
@@ -227,7 +227,7 @@ def describe(row: RuntimeResult, reference: RuntimeResult | None = None) -> str:
     if reference is not None and not same_device(row, reference):
         ratio = f" (on {row.device}, tf on {reference.device}: no ratio across devices)"
     elif reference is not None and reference.inference and reference.inference.mean_ms:
-        ratio = f" ({reference.inference.mean_ms / row.inference.mean_ms:.2f}x tf)"
+        ratio = f" ({reference.inference.mean_ms / row.inference.mean_ms:.2f}x {reference.runtime})"
     status = row.status if row.status == "ok" else f"{row.status} ({row.reason})"
     return (f"runtime {row.runtime}: {status}, {row.precision}, {row.inference.mean_ms:.2f} ms/image{ratio}, "
             f"{row.threads} threads" + (f", {row.device}" if row.device else ""))

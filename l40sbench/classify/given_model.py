@@ -1,0 +1,164 @@
+"""A model file timed as it is, without training (`infer --model`): a Keras file, a SavedModel folder or an
+ONNX file.
+
+A Keras file or a SavedModel becomes one Keras model that takes uint8 images and hands the file's model
+float32 pixels 0-255 (its own layers do the rest), so tf times it in this process and every other runtime
+gets it through Keras' own exporters, as it gets a fine-tuned classifier. An ONNX file goes as it is to the
+runtimes that read ONNX (onnxruntime, then the reference, in this process; OpenVINO); nothing converts from
+ONNX here, so the others say they cannot load it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from l40sbench.errors import UserError
+
+ONNX_READERS = ("onnxruntime", "openvino")
+ANY_SIZE = 224  # the size fed to a model that takes any: ImageNet's
+LABELS_UNMATCHED = ("its outputs are {outputs} classes, the data's {classes}: no accuracy against labels, the "
+                    "runtimes' agreement only")
+
+
+@dataclass(frozen=True)
+class GivenModel:
+    """The file and what it is: kind "keras", "savedmodel" or "onnx"; size, the square input it declares (None:
+    any size)."""
+
+    path: Path
+    kind: str
+    size: int | None
+
+    @property
+    def exporter(self) -> str:
+        return {"keras": "the .keras file as given", "savedmodel": "the SavedModel as given (keras TFSMLayer)",
+                "onnx": "the ONNX file as given"}[self.kind]
+
+
+def kind_of(path: Path) -> str:
+    """"keras", "savedmodel" or "onnx", from the path alone.
+
+    Raises:
+      UserError: nothing there, or none of the three.
+    """
+    if path.is_dir():
+        if (path / "saved_model.pb").is_file():
+            return "savedmodel"
+        raise UserError(f"--model {path}: a folder without saved_model.pb is not a SavedModel")
+    if not path.is_file():
+        raise UserError(f"--model: no file or folder at {path}")
+    kinds = {".keras": "keras", ".onnx": "onnx"}
+    if path.suffix.lower() not in kinds:
+        raise UserError(f"--model {path}: infer takes a .keras file, a SavedModel folder or an .onnx file")
+    return kinds[path.suffix.lower()]
+
+
+def _image_size(shape, where: str) -> int | None:
+    """The square size of an image input's shape, (batch, h, w, 3) or (batch, 3, h, w); None where any size goes.
+
+    Raises:
+      UserError: not one RGB image, or not square.
+    """
+    from l40sbench.runtimes.forward import channels_first
+
+    shape = [d if isinstance(d, int) else None for d in shape]
+    if len(shape) != 4 or 3 not in (shape[1], shape[3]):
+        raise UserError(f"{where}: its input is not an RGB image (batch, height, width, 3): it takes {tuple(shape)}")
+    height, width = (shape[2], shape[3]) if channels_first(shape) else (shape[1], shape[2])
+    if height is not None and width is not None and height != width:
+        raise UserError(f"{where}: infer feeds square images; the model takes {height}x{width}")
+    return height or width
+
+
+def onnx_input(path: Path) -> int | None:
+    """The square size an ONNX file's one image input declares.
+
+    Raises:
+      UserError: onnxruntime missing, a file it cannot read, or not one RGB image input.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise UserError("--model FILE.onnx needs onnxruntime: pip install 'l40sbench[runtimes]'")
+    import onnxruntime as ort
+
+    try:
+        inputs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).get_inputs()
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf for a bad file
+        raise UserError(f"--model {path}: onnxruntime cannot load it: {str(exc).splitlines()[0][:300]}") from None
+    if len(inputs) != 1:
+        raise UserError(f"--model {path}: infer takes a model of one image input; this one takes {len(inputs)} "
+                        f"({', '.join(i.name for i in inputs)})")
+    return _image_size(inputs[0].shape, f"--model {path}")
+
+
+def check(path: Path) -> GivenModel:
+    """The file's kind and declared size, read without TensorFlow (a SavedModel's size is read when it loads).
+
+    Raises:
+      UserError: see kind_of, onnx_input and own_model.image_input.
+    """
+    from l40sbench.classify import own_model
+
+    kind = kind_of(path)
+    size = {"keras": lambda: own_model.image_input(path)[0], "onnx": lambda: onnx_input(path),
+            "savedmodel": lambda: None}[kind]()
+    return GivenModel(path, kind, size)
+
+
+def keras_model(given: GivenModel):
+    """A Keras file or a SavedModel as one Keras model: uint8 image in, the model's one output out; the given
+    model with its declared size where it is a SavedModel.
+
+    Raises:
+      UserError: Keras cannot load it, or it has several outputs.
+    """
+    import keras
+
+    from l40sbench.backends.layers import Preprocess
+    from l40sbench.classify import own_model
+
+    if given.kind == "keras":
+        inner, size = own_model.load(given.path), given.size
+    else:
+        try:
+            inner = keras.layers.TFSMLayer(str(given.path), call_endpoint="serving_default")
+        except Exception as exc:  # a SavedModel without that signature, or one TensorFlow cannot read
+            raise UserError(f"--model {given.path}: cannot load its serving_default signature: "
+                            f"{str(exc).splitlines()[0][:300]}") from None
+        specs = list(inner.call_endpoint_fn.structured_input_signature[1].values())
+        if len(specs) != 1:
+            raise UserError(f"--model {given.path}: infer takes a model of one image input; its signature takes "
+                            f"{len(specs)}")
+        size = _image_size(specs[0].shape.as_list(), f"--model {given.path}")
+    inputs = keras.Input((size or None, size or None, 3), dtype="uint8", name="image")
+    outputs = inner(Preprocess("", name="preprocess")(inputs))
+    if isinstance(outputs, dict) and len(outputs) == 1:
+        outputs = next(iter(outputs.values()))
+    if isinstance(outputs, (list, tuple, dict)):
+        raise UserError(f"--model {given.path}: infer scores a model of one output; this one has {len(outputs)}")
+    return keras.Model(inputs, outputs, name=given.path.stem), GivenModel(given.path, given.kind, size)
+
+
+def labels_for(outputs: np.ndarray, labels: np.ndarray, classes: int) -> tuple[np.ndarray | None, str]:
+    """The labels to score against, and why none where the model's outputs are not the data's classes."""
+    width = outputs.shape[-1] if outputs.ndim == 2 else None
+    if width == classes:
+        return labels, ""
+    return None, LABELS_UNMATCHED.format(outputs=width if width is not None else f"shape {outputs.shape[1:]}",
+                                         classes=classes)
+
+
+def onnx_export(given: GivenModel):
+    """The workload's export for an ONNX file: the file itself to the runtimes that read ONNX."""
+    from l40sbench.runtimes.export import Artifact, size_mb
+
+    def export(runtime: str, precision: str, folder: Path) -> Artifact:
+        if runtime not in ONNX_READERS:
+            raise ValueError(f"{runtime} does not read ONNX, and no converter from ONNX is used here")
+        return Artifact(given.path, 0.0, size_mb(given.path), given.exporter, "fp32")
+
+    return export
