@@ -302,7 +302,8 @@ IDEAS = {
 }
 # Where each idea applies, it has its one name (commands that compute take --devices and say cpu there).
 TAKEN_BY = {
-    "--output-dir": ("classify", "detect", "synthetic", "study", "report"),
+    "--output-dir": ("classify", "detect", "synthetic", "study", "report", "infer"),
+    "--model": ("classify", "infer"),  # a model file; cost's name in its table is --label
     "--devices": ("classify", "detect", "synthetic", "study", "infer"),
     "--backend": ("classify", "detect", "synthetic", "study", "env"),
     "--price": ("study", "cost"),
@@ -337,6 +338,15 @@ def test_every_command_names_each_idea_the_same_way_and_states_every_default():
     for command in TAKEN_BY["--devices"]:
         devices = next(a for a in dict(_shown_flags())[command] if "--devices" in a.option_strings)
         assert "cpu: on the CPU on purpose" in devices.help and "CUDA_VISIBLE_DEVICES picks" in devices.help
+
+
+def test_cost_names_its_table_row_with_label_and_takes_model_for_a_release():
+    shown = {option for command, actions in _shown_flags() if command == "cost" for a in actions
+             for option in a.option_strings}
+    assert "--label" in shown and "--model" not in shown
+    result = cli_in_process("cost", "--throughput", "100", "--price", "1", "--model", "mine")
+    assert result.returncode == 0 and "mine" in result.stdout, result.stderr
+    assert "notice: --model is now --label" in result.stderr
 
 
 def test_an_old_spelling_still_works_for_a_release_and_says_its_new_name(tmp_path):

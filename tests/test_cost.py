@@ -157,7 +157,7 @@ def test_a_catalog_prices_every_offer_and_each_rows_rule(tmp_path):
     (tmp_path / "offers.toml").write_text(CATALOG_TOML)
     (tmp_path / "offers.json").write_text(json.dumps({"offers": tomllib.loads(CATALOG_TOML)["offer"]}))
     for name in ("offers.toml", "offers.json"):
-        result = cli_in_process("cost", "--throughput", "685.59", "--catalog", tmp_path / name, "--model", "Inception V3")
+        result = cli_in_process("cost", "--throughput", "685.59", "--catalog", tmp_path / name, "--label", "Inception V3")
         assert result.returncode == 0, result.stderr
         leader, hourly = [line for line in result.stdout.splitlines() if "500,000" in line]
         assert "12m 09s" in leader and "€1.34" in leader and "billed per second" in leader

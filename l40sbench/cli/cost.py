@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import finite
+from l40sbench.cli.common import Renamed, finite
 from l40sbench.errors import UserError
 
 
@@ -39,7 +39,8 @@ def add(subparsers) -> None:
     p.add_argument("--billing", choices=tuple(UNIT_SECONDS), default="second",
                    help="granularity the billed time is rounded up to (default: second)")
     p.add_argument("--minimum", type=finite, default=0.0, help="minimum charge per run (default: 0)")
-    p.add_argument("--model", default="-", help="model name for the table (default: -)")
+    p.add_argument("--label", default="-", help="the model's name in the table, with --throughput (default: -)")
+    p.add_argument("--model", dest="label", action=Renamed, new="--label")  # --model is a model file elsewhere
     p.add_argument("--offer", default="offer", help="offer name for the table (default: offer)")
     p.add_argument("--devices", type=int, default=1, help="devices the price buys (for the table; default: 1)")
     p.add_argument("--energy-price", type=finite, metavar="PER_KWH",
@@ -122,7 +123,7 @@ def run(args) -> int:
         raise UserError("give one of --throughput or --results (or --reference leadergpu-2017)")
     offers = _offers(args)
     if args.results is None:
-        figures = [(cost.Figure(args.model, args.throughput, args.devices), "")]
+        figures = [(cost.Figure(args.label, args.throughput, args.devices), "")]
     else:
         figures = [(figure, machine(item.record)) for item in load_all(args.results)
                    for figure in cost.throughputs(item.record)]
