@@ -123,11 +123,12 @@ def test_detect_lists_model_gardens_experiments_beside_the_studys_detectors():
 
 
 @pytest.mark.long
-def test_model_gardens_retinanet_trains_and_serves_by_the_same_protocol(tmp_path, capsys):
+@pytest.mark.parametrize("experiment", ["retinanet_resnetfpn_coco", "fasterrcnn_resnetfpn_coco"])
+def test_model_gardens_detectors_train_and_serve_by_the_same_protocol(experiment, tmp_path, capsys):
     from tests.test_detect_e2e import detect
 
-    result, _ = detect(tmp_path, capsys, "--base", "retinanet_resnetfpn_coco", "--image-size", 128, "--limit", 4,
+    result, _ = detect(tmp_path, capsys, "--base", experiment, "--image-size", 128, "--limit", 4,
                        "--batch-size", 2, "--epochs", 1)
-    assert result["base"] == "retinanet_resnetfpn_coco"
-    assert result["model"]["model_garden_experiment"] == "retinanet_resnetfpn_coco"
+    assert result["base"] == experiment
+    assert result["model"]["model_garden_experiment"] == experiment
     assert result["utilisation"]["forward_gflops_per_image"] > 0 and "map_50_95" in result["accuracy"]
