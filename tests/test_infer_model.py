@@ -90,6 +90,13 @@ def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path):
     record = _record(out)
     assert record["config"]["image_size"] == 64 and record["model"]["kind"] == "savedmodel"
     assert record["model"]["file"]["bytes"] > 0
+    # the restored signature's convolutions counted (a called function is inlined for the profiler), as Keras' own
+    import keras
+
+    from l40sbench.backends.tf_flops import forward_gflops
+
+    counted = forward_gflops(keras.saving.load_model(files / "pets.keras"), 64)
+    assert counted > 0 and record["utilisation"]["forward_gflops_per_image"] == pytest.approx(counted)
     assert _rows(record)["tf"]["accuracy"]["test_accuracy"] is not None
     again = cli_in_process("infer", out)  # nothing to reload from: said in one line
     assert_one_line_exit_2(again, "infer --model")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from l40sbench.backends.flop_convention import CONVENTION, TF_OPS
 
 COUNTER = f"{CONVENTION}, by TensorFlow's profiler over the traced graph"
+CALLS = ("PartitionedCall", "StatefulPartitionedCall")
 
 
 def graph_gflops(graph) -> float:
@@ -37,4 +38,12 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
     import tensorflow as tf
 
     function = tf.function(lambda images: model(images, training=False))
-    return graph_gflops(function.get_concrete_function(tf.TensorSpec([1, size, size, 3], dtype)).graph)
+    concrete = function.get_concrete_function(tf.TensorSpec([1, size, size, 3], dtype))
+    graph = concrete.graph
+    if any(op.type in CALLS for op in graph.get_operations()):
+        # A function called from the graph (a SavedModel restored in a TFSMLayer) is opaque to the profiler:
+        # freezing inlines it, so its convolutions and matmuls are counted as if traced here.
+        from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+        graph = convert_variables_to_constants_v2(concrete).graph
+    return graph_gflops(graph)

@@ -204,9 +204,14 @@ def run(args) -> int:
     print()
     print(f"Inference by runtime: {record['base']} from {args.model or args.run_dir} (batch 1, fastest first; "
           "precision: what the runtime runs, and what it was asked for where that differs)")
-    print(tables.runtime_table(record))
+    print(tables.runtime_table(record) or tables.inference_table([record]))  # tf alone: its probe's line
     if (record.get("notes") or {}).get("accuracy"):
         print(f"  {record['notes']['accuracy']}")
+    if args.model is not None:  # a new run: what a classify run's summary says of it
+        from l40sbench.core.stability import line as stability_line
+
+        print(tables.utilisation_line(record))
+        print(stability_line(record.get("stability")))
     if load is not None:
         for scenario in load.scenarios:
             print()

@@ -151,8 +151,8 @@ def dataset_table(counts: dict[str, dict[str, int]], images: dict[str, int] | No
 def utilisation_line(result: dict) -> str:
     """Training and inference FLOP/s as a share of the peak of the run's precision."""
     u = result.get("utilisation") or {}
-    if not u.get("peak_gflops"):
-        return "utilisation: - (no peak in this record)"
+    if not u.get("peak_gflops"):  # an ONNX file's run has a peak but nothing to divide by it: the counter says why
+        return f"utilisation: - ({u.get('flop_counter') or 'no peak in this record'})"
 
     def part(name: str) -> str:
         share = u.get(name)
@@ -162,11 +162,11 @@ def utilisation_line(result: dict) -> str:
 
     train = u.get("train_gflops_per_image")  # records before training was counted from the step lack it
     convention = u["train_flops_per_image"]
-    how = (f"counted by {convention.removeprefix('counted: ')}" if convention.startswith("counted: ")
-           else f"counted as {convention}")
+    how = ("nothing trained" if not convention else f"training counted by {convention.removeprefix('counted: ')}"
+           if convention.startswith("counted: ") else f"training counted as {convention}")
     return (f"utilisation of the {u['peak']} peak ({u['peak_gflops']:.1f} GFLOP/s): {part('train')}, "
-            f"{part('inference')}; {u['forward_gflops_per_image']:.3f} GFLOP per image forward, "
-            + (f"{train:.3f} training, " if train else "") + f"training {how}")
+            f"{part('inference')}; {u['forward_gflops_per_image']:.4g} GFLOP per image forward, "
+            + (f"{train:.3f} training, " if train else "") + how)
 
 
 def accuracy_lines(result: dict) -> str:
