@@ -395,3 +395,26 @@ def test_the_classifiers_output_is_found_among_inner_tensors_a_converter_exposed
     row = measure.measure_one("openvino", work, "fp32", tmp_path / "openvino", tmp_path / "inputs.npz", {},
                               lambda line: None)
     assert row.status == "failed" and row.reason.startswith("its outputs could not be scored: 2 outputs, 2 of them")
+
+
+def test_an_onnx_export_that_leaves_constants_as_inputs_is_made_again_through_the_savedmodel(tmp_path):
+    """Keras' ONNX export leaves a Normalization layer's mean and variance as graph inputs (EfficientNet's first
+    layers); the exporter then converts the model's SavedModel with tf2onnx, which freezes them."""
+    import keras
+    import onnxruntime
+
+    from l40sbench.runtimes.export import keras_to_onnx
+
+    inputs = keras.Input((16, 16, 3), dtype="uint8")
+    x = keras.layers.Rescaling(1 / 255)(keras.ops.cast(inputs, "float32"))
+    x = keras.layers.Normalization(mean=[0.485, 0.456, 0.406], variance=[0.052, 0.050, 0.051])(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    model = keras.Model(inputs, keras.layers.Dense(2)(x))
+    image = np.random.default_rng(0).integers(0, 255, (1, 16, 16, 3), dtype=np.uint8)
+    expected = model(image).numpy()
+    artifact = keras_to_onnx(model, "fp32", tmp_path)
+    assert "then tf2onnx.convert --saved-model" in artifact.exporter and "left 2 constant(s)" in artifact.exporter
+    session = onnxruntime.InferenceSession(str(artifact.path), providers=["CPUExecutionProvider"])
+    (only,) = session.get_inputs()
+    np.testing.assert_allclose(session.run(None, {only.name: image})[0], expected, rtol=1e-5, atol=1e-5)
+    keras.backend.clear_session()

@@ -71,7 +71,26 @@ def keras_to_saved_model(model, precision: str, out_dir: Path) -> Artifact:
 
 
 def keras_to_onnx(model, precision: str, out_dir: Path) -> Artifact:
-    return _keras_export(model, out_dir / "model.onnx", {"format": "onnx", "opset_version": ONNX_OPSET}, "fp32")
+    """Keras' ONNX export; where it leaves constants of the model as graph inputs (EfficientNet's Normalization
+    mean and variance, with Keras 3.15), the model's SavedModel through tf2onnx instead, which freezes them."""
+    artifact = _keras_export(model, out_dir / "model.onnx", {"format": "onnx", "opset_version": ONNX_OPSET}, "fp32")
+    extra = _onnx_inputs(artifact.path) - 1
+    if extra <= 0:
+        return artifact
+    saved = keras_to_saved_model(model, precision, out_dir / "onnx_from")
+    converted = saved_model_to_onnx(saved.path, precision, out_dir, "serving_default")
+    return Artifact(converted.path, artifact.export_seconds + saved.export_seconds + converted.export_seconds,
+                    converted.size_mb, f"{saved.exporter}, then {converted.exporter} (Keras' ONNX export left "
+                    f"{extra} constant(s) of the model as inputs)", "fp32")
+
+
+def _onnx_inputs(path: Path) -> int:
+    """The graph inputs an ONNX file asks its caller for (those no initializer fills)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    filled = {initializer.name for initializer in graph.initializer}
+    return sum(1 for graph_input in graph.input if graph_input.name not in filled)
 
 
 def keras_to_openvino(model, precision: str, out_dir: Path) -> Artifact:
