@@ -58,6 +58,8 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
         assert row["accuracy"]["agreement_with_tf"] == 1.0 and row["accuracy"]["test_accuracy"] is not None
         assert row["inference"]["images_timed"] == 7  # 8 test images, the first excluded
     assert record["utilisation"]["forward_gflops_per_image"] > 0
+    # the guard's bursts before and after the reference's probe, as compare reads a machine from them
+    assert [b["moment"] for b in record["stability"]["speed"]["bursts"]] == ["start", "after the probe"]
     assert (out / "model.keras").is_file()  # a folder of a classify run's shape: `infer RUN_DIR` takes it
     assert "agreement with tf" in result.stdout
 

@@ -143,6 +143,7 @@ def infer_model(given: given_model.GivenModel, config: ClassifyConfig, names: tu
     guard = Guard("tensorflow", sync)
     guard.check("start", START_WARM_SECONDS, warm_target(env["peak"], guard.n))
     reference, work, scores, note = _reference(given, model, images, config, sync, log)
+    guard.check("after the probe")  # the reference's figures stand between two bursts, as a run's epochs do
     if note:
         log(note)
     stability = verdict([b.to_dict() for b in guard.bursts],
