@@ -19,6 +19,7 @@ def files(tmp_path_factory):
     its SavedModel."""
     import keras
 
+    keras.utils.set_random_seed(0)  # the same weights, so the same outputs, every session
     inputs = keras.Input((64, 64, 3))
     x = keras.layers.Rescaling(1 / 255)(inputs)
     x = keras.layers.Conv2D(8, 3, strides=2, activation="relu")(x)
@@ -55,7 +56,10 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
     assert set(rows) == {"tf", "onnxruntime", "openvino"}
     for row in rows.values():
         assert row["status"] == "ok", row
-        assert row["accuracy"]["agreement_with_tf"] == 1.0 and row["accuracy"]["test_accuracy"] is not None
+        # the same model on each runtime: its outputs within float32 rounding of tf's (an argmax can flip only
+        # where two classes' scores are that close)
+        assert row["accuracy"]["max_abs_diff_vs_tf"] < 1e-4 and row["accuracy"]["agreement_with_tf"] >= 0.75
+        assert row["accuracy"]["test_accuracy"] is not None
         assert row["inference"]["images_timed"] == 7  # 8 test images, the first excluded
     assert record["utilisation"]["forward_gflops_per_image"] > 0
     # the guard's bursts before and after the reference's probe, as compare reads a machine from them
@@ -79,7 +83,7 @@ def test_its_onnx_export_is_timed_on_the_runtimes_that_read_onnx(files, tmp_path
     assert set(tests) == {"onnxruntime", "openvino"}
     assert all(entry["accuracy"]["matches_probe"] for entry in tests.values())
     assert (out / "loadgen").is_dir()
-    assert rows["openvino"]["accuracy"]["agreement_with_tf"] == 1.0  # with the reference, onnxruntime
+    assert rows["openvino"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-4  # with the reference, onnxruntime
     assert rows["litert"]["status"] == "export-failed" and "does not read ONNX" in rows["litert"]["reason"]
     assert "tf" not in rows
     assert "agreement with onnxruntime" in result.stdout and "vs onnxruntime" in result.stdout
