@@ -89,11 +89,20 @@ def test_its_onnx_export_is_timed_on_the_runtimes_that_read_onnx(files, tmp_path
     assert "agreement with onnxruntime" in result.stdout and "vs onnxruntime" in result.stdout
 
 
-def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path):
+def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path, monkeypatch):
+    """Made to read as if tf ran on a GPU: then tf is timed again in a child with the GPUs hidden, which loads
+    the SavedModel as it is (its signature takes float pixels)."""
+    from l40sbench.runtimes import forward
+
+    monkeypatch.setattr(forward, "tf_device_kind", lambda: "GPU")
     out = tmp_path / "run"
-    result = cli_in_process("infer", "--model", files / "pets_sm", *DATA, "--runtimes", "tf", "--output-dir", out)
+    result = cli_in_process("infer", "--model", files / "pets_sm", *DATA, "--runtimes", "onnxruntime",
+                            "--output-dir", out)
     assert result.returncode == 0, result.stderr
     record = _record(out)
+    rows = _rows(record)
+    assert list(rows) == ["tf", "tf-cpu", "onnxruntime"]
+    assert rows["tf-cpu"]["status"] == "ok" and rows["tf-cpu"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-4
     assert record["config"]["image_size"] == 64 and record["model"]["kind"] == "savedmodel"
     assert record["model"]["file"]["bytes"] > 0
     # the restored signature's convolutions counted (a called function is inlined for the profiler), as Keras' own
@@ -115,7 +124,18 @@ def test_outputs_that_are_not_the_datas_classes_are_scored_for_agreement_only():
     assert kept is None and "1000 classes, the data's 2" in why and "agreement only" in why
 
 
+def test_one_score_per_image_has_no_argmax_agreement():
+    from l40sbench.runtimes.agreement import classification
+
+    scores = classification(np.array([[0.2], [0.9]]), np.array([[0.3], [0.1]]), None)
+    assert scores["agreement_with_tf"] is None and scores["max_abs_diff_vs_tf"] == pytest.approx(0.8)
+
+
 def test_bad_model_paths_and_flags_are_one_line_and_exit_2(files, tmp_path):
+    import keras
+
+    inputs = keras.Input((32, 32, 3))
+    keras.Model(inputs, keras.layers.Conv2D(4, 3)(inputs)).save(tmp_path / "features.keras")  # no (batch, classes)
     (tmp_path / "empty").mkdir()
     (tmp_path / "broken.onnx").write_text("not a model")
     (tmp_path / "model.pt").write_bytes(b"\0")
@@ -125,6 +145,7 @@ def test_bad_model_paths_and_flags_are_one_line_and_exit_2(files, tmp_path):
         (("--model", tmp_path / "broken.onnx"), "onnxruntime cannot load it"),
         (("--model", tmp_path / "model.pt"), "a .keras file, a SavedModel folder or an .onnx file"),
         (("--model", files / "pets.keras", "--image-size", "32"), "takes 64 px images only"),
+        (("--model", tmp_path / "features.keras"), "infer scores an output of (batch, classes)"),
         (("--model", files / "pets.keras", tmp_path), "one of them"),
         ((), "one of them"),
         ((tmp_path, "--data", tmp_path), "--data goes with --model"),

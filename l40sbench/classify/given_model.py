@@ -18,6 +18,7 @@ import numpy as np
 from l40sbench.errors import UserError
 
 ONNX_READERS = ("onnxruntime", "openvino")
+ONNX_PIXELS = ("tensor(uint8)", "tensor(float)", "tensor(float16)")  # what the loaders feed (runtimes.forward)
 ANY_SIZE = 224  # the size fed to a model that takes any: ImageNet's
 LABELS_UNMATCHED = ("its outputs are {outputs} classes, the data's {classes}: no accuracy against labels, the "
                     "runtimes' agreement only")
@@ -31,6 +32,11 @@ class GivenModel:
     path: Path
     kind: str
     size: int | None
+
+    @property
+    def name(self) -> str:
+        """The model's name in the record: the file's or folder's, without its suffix."""
+        return self.path.resolve().stem
 
     @property
     def exporter(self) -> str:
@@ -86,13 +92,26 @@ def onnx_input(path: Path) -> int | None:
     import onnxruntime as ort
 
     try:
-        inputs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).get_inputs()
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf for a bad file
         raise UserError(f"--model {path}: onnxruntime cannot load it: {str(exc).splitlines()[0][:300]}") from None
+    inputs, outputs = session.get_inputs(), session.get_outputs()
     if len(inputs) != 1:
         raise UserError(f"--model {path}: infer takes a model of one image input; this one takes {len(inputs)} "
                         f"({', '.join(i.name for i in inputs)})")
+    if inputs[0].type not in ONNX_PIXELS:
+        raise UserError(f"--model {path}: its input is {inputs[0].type}; infer feeds pixels as "
+                        f"{', '.join(ONNX_PIXELS)}")
+    if len(outputs) != 1:
+        raise UserError(f"--model {path}: infer scores a model of one output; this one has {len(outputs)}")
+    scores(outputs[0].shape, f"--model {path}")
     return _image_size(inputs[0].shape, f"--model {path}")
+
+
+def scores(shape, where: str) -> None:
+    """Raises UserError unless an output of `shape` is one vector of scores per image (batch, classes)."""
+    if len(shape) != 2:
+        raise UserError(f"{where}: infer scores an output of (batch, classes); this model's is {tuple(shape)}")
 
 
 def check(path: Path) -> GivenModel:
@@ -133,14 +152,21 @@ def keras_model(given: GivenModel):
         if len(specs) != 1:
             raise UserError(f"--model {given.path}: infer takes a model of one image input; its signature takes "
                             f"{len(specs)}")
+        if not (specs[0].dtype.is_floating or specs[0].dtype.name == "uint8"):
+            raise UserError(f"--model {given.path}: its signature takes {specs[0].dtype.name}; infer feeds pixels "
+                            "as uint8 or a float type")
         size = _image_size(specs[0].shape.as_list(), f"--model {given.path}")
     inputs = keras.Input((size or None, size or None, 3), dtype="uint8", name="image")
-    outputs = inner(Preprocess("", name="preprocess")(inputs))
+    pixels = Preprocess("", name="preprocess")(inputs)  # float32 0-255
+    if given.kind == "savedmodel":  # the signature's own type (its own uint8, a float16 model's float16)
+        pixels = keras.ops.cast(pixels, specs[0].dtype.name)
+    outputs = inner(pixels)
     if isinstance(outputs, dict) and len(outputs) == 1:
         outputs = next(iter(outputs.values()))
     if isinstance(outputs, (list, tuple, dict)):
         raise UserError(f"--model {given.path}: infer scores a model of one output; this one has {len(outputs)}")
-    return keras.Model(inputs, outputs, name=given.path.stem), GivenModel(given.path, given.kind, size)
+    scores(outputs.shape, f"--model {given.path}")
+    return keras.Model(inputs, outputs, name=given.name), GivenModel(given.path, given.kind, size)
 
 
 def labels_for(outputs: np.ndarray, labels: np.ndarray, classes: int) -> tuple[np.ndarray | None, str]:

@@ -45,14 +45,14 @@ def image_input(path: Path) -> tuple[int | None, int | None]:
                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     shapes = _input_shapes(config)
     if len(shapes) != 1:
-        raise UserError(f"--model {path}: classify takes a model with one image input; this one declares "
+        raise UserError(f"--model {path}: the suite takes a model with one image input; this one declares "
                         f"{len(shapes)} inputs")
     shape = list(shapes[0])
     if len(shape) != 4 or shape[-1] != 3:
         raise UserError(f"--model {path}: its input is not an RGB image (batch, height, width, 3): it takes "
                         f"{tuple(shape)}")
     if shape[1] is not None and shape[2] is not None and shape[1] != shape[2]:
-        raise UserError(f"--model {path}: classify feeds square images; the model takes {shape[1]}x{shape[2]}")
+        raise UserError(f"--model {path}: the suite feeds square images; the model takes {shape[1]}x{shape[2]}")
     return shape[1], shape[2]
 
 

@@ -158,8 +158,8 @@ def _model_run(args):
     from l40sbench.harness.infer_model import infer_model
 
     given = given_model.check(args.model)
-    output_dir = args.output_dir or Path("results") / run_id("infer", args.model.stem)
-    config = make_config(ClassifyConfig, base=args.model.stem, model=args.model, **data_flags(args), epochs=None,
+    output_dir = args.output_dir or Path("results") / run_id("infer", given.name)
+    config = make_config(ClassifyConfig, base=given.name, model=args.model, **data_flags(args), epochs=None,
                          image_size=args.image_size, weights=str(args.model), limit=args.limit, strict=args.strict,
                          output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision)
     return output_dir, lambda load, save: infer_model(given, config, args.runtimes, args.runtime_precision, log=log,
@@ -204,7 +204,8 @@ def run(args) -> int:
     print()
     print(f"Inference by runtime: {record['base']} from {args.model or args.run_dir} (batch 1, fastest first; "
           "precision: what the runtime runs, and what it was asked for where that differs)")
-    print(tables.runtime_table(record) or tables.inference_table([record]))  # tf alone: its probe's line
+    # a new run with tf alone: its probe's line (a run folder's `inference` keeps the run's own figures)
+    print(tables.runtime_table(record) or (tables.inference_table([record]) if args.model is not None else ""))
     if (record.get("notes") or {}).get("accuracy"):
         print(f"  {record['notes']['accuracy']}")
     if args.model is not None:  # a new run: what a classify run's summary says of it

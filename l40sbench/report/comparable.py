@@ -116,25 +116,36 @@ def lines(record: dict) -> list[Line]:
     for name, value in (record.get("accuracy") or {}).items():
         if isinstance(value, (int, float)):
             figures[name] = Figure(value, ACCURACY)
+    reference = _reference(record)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
-           config.get("image_size"), backend(record))
+           config.get("image_size"), backend(record)) if reference == "tf" else _runtime_key(record, reference, "fp32")
     return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures, **_record_facts(record)),
             *_runtime_lines(record), *_scenario_lines(record)]
 
 
+def _reference(record: dict) -> str:
+    """The runtime the record's own inference figures are: tf, or onnxruntime for an ONNX file (infer --model)."""
+    return (record.get("notes") or {}).get("reference_runtime", "tf")
+
+
+def _runtime_key(record: dict, runtime: str, precision: str) -> tuple:
+    config = record.get("config") or {}
+    return (f"{record.get('task')} on {runtime}", record.get("base"), 1, _gpus(record), precision,
+            config.get("image_size"), backend(record))
+
+
 def _runtime_lines(record: dict) -> list[Line]:
-    """One line per inference runtime other than tf (tf's figures are the record's own inference line)."""
-    config, out = record.get("config") or {}, []
+    """One line per inference runtime other than the reference, tf (its figures are the record's own line)."""
+    out = []
     for row in (record.get("inference") or {}).get("runtimes") or ():
-        if row["runtime"] == "tf":
+        if row["runtime"] == _reference(record):
             continue
         figures = _latency_figures(row.get("inference") or {})
         for name in ("test_accuracy", "agreement_with_tf", "map_50_95", "map_50"):
             value = (row.get("accuracy") or {}).get(name)
             if isinstance(value, (int, float)):
                 figures[name] = Figure(value, ACCURACY)
-        key = (f"{record.get('task')} on {row['runtime']}", record.get("base"), 1, _gpus(record),
-               row.get("precision_requested"), config.get("image_size"), backend(record))
+        key = _runtime_key(record, row["runtime"], row.get("precision_requested"))
         out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures, **_record_facts(record)))
     return out
 

@@ -87,10 +87,12 @@ def load_savedmodel(path: Path, precision: str, threads: int, file_precision: st
     _tf_threads(threads)
     intra = tf.config.threading.get_intra_op_parallelism_threads()  # 0: TensorFlow's default, one per core
     signature = tf.saved_model.load(str(path)).signatures["serving_default"]
-    (name,) = signature.structured_input_signature[1]
+    ((name, spec),) = signature.structured_input_signature[1].items()
 
     def call(image: np.ndarray) -> dict:
-        return {key: value.numpy() for key, value in signature(**{name: tf.convert_to_tensor(image)}).items()}
+        tensor = tf.convert_to_tensor(image)  # a signature taking float pixels gets them cast, inside the call
+        fed = tensor if spec.dtype == tensor.dtype else tf.cast(tensor, spec.dtype)
+        return {key: value.numpy() for key, value in signature(**{name: fed}).items()}
 
     return LoadedModel(call, file_precision, intra or threads, tf.__version__,
                        {"signature": "serving_default", "intra_op_threads": intra}, tf_device_kind())
