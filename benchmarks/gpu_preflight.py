@@ -37,7 +37,8 @@ NOT_ON_THE_GPU_RUN = {
     "tensorflow": "not on the GPU machine", "tf_keras": "Model Garden's Keras 2 (detection)",
     "official": "Model Garden (detection)", "tensorflow_datasets": "--data tfds:", "pycocotools": "detection's mAP",
     "defusedxml": "Pascal VOC (detection)", "onnxruntime": "--runtimes", "openvino": "--runtimes",
-    "ai_edge_litert": "--runtimes", "mlperf_loadgen": "infer --scenario",
+    "ai_edge_litert": "--runtimes", "onnx": "--runtimes (reading an ONNX export's inputs)",
+    "mlperf_loadgen": "infer --scenario",
 }
 WHEELS = ("keras", "namex", "optree", "plotly", "narwhals")
 BACKEND_CHECK = """
