@@ -44,7 +44,7 @@ def _rows(record):
 
 def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, tmp_path):
     out = tmp_path / "run"
-    result = cli_in_process("infer", "--model", files / "pets.keras", *DATA, "--runtimes", "onnxruntime,openvino",
+    result = cli_in_process("infer", "--model", files / "pets.keras", *DATA, "--runtimes", "onnxruntime",
                             "--output-dir", out)
     assert result.returncode == 0, result.stderr
     record = _record(out)
@@ -53,7 +53,7 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
     digest = hashlib.sha256((files / "pets.keras").read_bytes()).hexdigest()
     assert record["model"]["file"]["sha256"] == digest and record["model"]["kind"] == "keras"
     rows = _rows(record)
-    assert set(rows) == {"tf", "onnxruntime", "openvino"}
+    assert set(rows) == {"tf", "onnxruntime"}
     for row in rows.values():
         assert row["status"] == "ok", row
         # the same model on each runtime: its outputs within float32 rounding of tf's (an argmax can flip only
@@ -70,20 +70,19 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
 
 def test_its_onnx_export_is_timed_on_the_runtimes_that_read_onnx(files, tmp_path):
     out = tmp_path / "run"
-    result = cli_in_process("infer", "--model", files / "pets.onnx", *DATA, "--runtimes", "onnxruntime,openvino,litert",
+    result = cli_in_process("infer", "--model", files / "pets.onnx", *DATA, "--runtimes", "onnxruntime,litert",
                             "--scenario", "single-stream", "--duration", "0.5", "--min-queries", "10",
                             "--mode", "accuracy", "--output-dir", out)
     assert result.returncode == 0, result.stderr
     record = _record(out)
     assert record["notes"]["reference_runtime"] == "onnxruntime"
     rows = _rows(record)
-    assert rows["onnxruntime"]["status"] == rows["openvino"]["status"] == "ok"
+    assert rows["onnxruntime"]["status"] == "ok"  # OpenVINO reading an ONNX file: the NCHW test below
     # LoadGen as `infer RUN_DIR` runs it: its accuracy log scored as the probe's outputs were
     tests = {entry["runtime"]: entry for entry in record["inference"]["scenarios"]}
-    assert set(tests) == {"onnxruntime", "openvino"}
+    assert set(tests) == {"onnxruntime"}
     assert all(entry["accuracy"]["matches_probe"] for entry in tests.values())
     assert (out / "loadgen").is_dir()
-    assert rows["openvino"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-4  # with the reference, onnxruntime
     assert rows["litert"]["status"] == "export-failed" and "does not read ONNX" in rows["litert"]["reason"]
     assert "tf" not in rows
     assert "agreement with onnxruntime" in result.stdout and "vs onnxruntime" in result.stdout
