@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from l40sbench.classify import own_model
 from l40sbench.errors import UserError
 
 ONNX_READERS = ("onnxruntime", "openvino")
@@ -62,23 +63,6 @@ def kind_of(path: Path) -> str:
     return kinds[path.suffix.lower()]
 
 
-def _image_size(shape, where: str) -> int | None:
-    """The square size of an image input's shape, (batch, h, w, 3) or (batch, 3, h, w); None where any size goes.
-
-    Raises:
-      UserError: not one RGB image, or not square.
-    """
-    from l40sbench.runtimes.forward import channels_first
-
-    shape = [d if isinstance(d, int) else None for d in shape]
-    if len(shape) != 4 or 3 not in (shape[1], shape[3]):
-        raise UserError(f"{where}: its input is not an RGB image (batch, height, width, 3): it takes {tuple(shape)}")
-    height, width = (shape[2], shape[3]) if channels_first(shape) else (shape[1], shape[2])
-    if height is not None and width is not None and height != width:
-        raise UserError(f"{where}: infer feeds square images; the model takes {height}x{width}")
-    return height or width
-
-
 def onnx_input(path: Path) -> int | None:
     """The square size an ONNX file's one image input declares.
 
@@ -105,7 +89,7 @@ def onnx_input(path: Path) -> int | None:
     if len(outputs) != 1:
         raise UserError(f"--model {path}: infer scores a model of one output; this one has {len(outputs)}")
     scores(outputs[0].shape, f"--model {path}")
-    return _image_size(inputs[0].shape, f"--model {path}")
+    return own_model.square_image(inputs[0].shape, f"--model {path}", channels_first=True)
 
 
 def scores(shape, where: str) -> None:
@@ -120,12 +104,10 @@ def check(path: Path) -> GivenModel:
     Raises:
       UserError: see kind_of, onnx_input and own_model.image_input.
     """
-    from l40sbench.classify import own_model
-
     kind = kind_of(path)
-    size = {"keras": lambda: own_model.image_input(path)[0], "onnx": lambda: onnx_input(path),
-            "savedmodel": lambda: None}[kind]()
-    return GivenModel(path, kind, size)
+    if kind == "keras":
+        return GivenModel(path, kind, own_model.image_input(path))
+    return GivenModel(path, kind, onnx_input(path) if kind == "onnx" else None)  # a SavedModel's: when it loads
 
 
 def keras_model(given: GivenModel):
@@ -138,7 +120,6 @@ def keras_model(given: GivenModel):
     import keras
 
     from l40sbench.backends.layers import Preprocess
-    from l40sbench.classify import own_model
 
     if given.kind == "keras":
         inner, size = own_model.load(given.path), given.size
@@ -155,7 +136,7 @@ def keras_model(given: GivenModel):
         if not (specs[0].dtype.is_floating or specs[0].dtype.name == "uint8"):
             raise UserError(f"--model {given.path}: its signature takes {specs[0].dtype.name}; infer feeds pixels "
                             "as uint8 or a float type")
-        size = _image_size(specs[0].shape.as_list(), f"--model {given.path}")
+        size = own_model.square_image(specs[0].shape.as_list(), f"--model {given.path}")
     inputs = keras.Input((size or None, size or None, 3), dtype="uint8", name="image")
     pixels = Preprocess("", name="preprocess")(inputs)  # float32 0-255
     if given.kind == "savedmodel":  # the signature's own type (its own uint8, a float16 model's float16)

@@ -29,8 +29,8 @@ def _input_shapes(config: dict) -> list:
     return shapes
 
 
-def image_input(path: Path) -> tuple[int | None, int | None]:
-    """(height, width) of the one RGB image the model at `path` takes (None where any size goes).
+def image_input(path: Path) -> int | None:
+    """The square size of the one RGB image the model at `path` takes (None where any size goes).
 
     Raises:
       UserError: the file is missing, is not a Keras model file, or its input is not one RGB image.
@@ -47,20 +47,34 @@ def image_input(path: Path) -> tuple[int | None, int | None]:
     if len(shapes) != 1:
         raise UserError(f"--model {path}: the suite takes a model with one image input; this one declares "
                         f"{len(shapes)} inputs")
-    shape = list(shapes[0])
-    if len(shape) != 4 or shape[-1] != 3:
-        raise UserError(f"--model {path}: its input is not an RGB image (batch, height, width, 3): it takes "
-                        f"{tuple(shape)}")
-    if shape[1] is not None and shape[2] is not None and shape[1] != shape[2]:
-        raise UserError(f"--model {path}: the suite feeds square images; the model takes {shape[1]}x{shape[2]}")
-    return shape[1], shape[2]
+    return square_image(shapes[0], f"--model {path}")
+
+
+def square_image(shape, where: str, channels_first: bool = False) -> int | None:
+    """The square size an image input of `shape` declares, (batch, h, w, 3), or with `channels_first` also
+    (batch, 3, h, w) as PyTorch's ONNX exports take it; None where any size goes.
+
+    Raises:
+      UserError: not one RGB image (in a layout allowed), or not square.
+    """
+    from l40sbench.runtimes.forward import channels_first as is_nchw
+
+    shape = [d if isinstance(d, int) else None for d in shape]
+    nchw = channels_first and is_nchw(shape)
+    if len(shape) != 4 or (shape[3] != 3 and not nchw):
+        raise UserError(f"{where}: its input is not an RGB image (batch, height, width, 3"
+                        + ("; or batch, 3, height, width" if channels_first else "") + f"): it takes {tuple(shape)}")
+    height, width = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
+    if height is not None and width is not None and height != width:
+        raise UserError(f"{where}: the suite feeds square images; the model takes {height}x{width}")
+    return height or width
 
 
 def spec(path: Path) -> BaseSpec:
     """The file as a base: named for its file, its input size its default (and smallest, where fixed), no
     preprocess_input of keras.applications (the model gets float32 pixels 0-255; its own layers do the rest)."""
-    height, _ = image_input(path)
-    default, smallest = (height, height) if height else ANY_SIZE
+    size = image_input(path)
+    default, smallest = (size, size) if size else ANY_SIZE
     return BaseSpec(path.stem, "", "", default, smallest, path=str(path))
 
 
