@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
-from benchmarks.timed_cli import timed_cli  # noqa: E402
+from benchmarks.timed_cli import timed_rounds  # noqa: E402
 
 COMMANDS = {
     "classify (tensorflow)": ["classify", "--base", "vgg19", "--epochs", "1", "--limit", "8", "--image-size", "32"],
@@ -54,13 +54,14 @@ def main() -> int:
         print("| command | exit | seconds (each round) | the line |")
         print("|---|---|---|---|")
         for name, argv in COMMANDS.items():
-            walls, done = [], None
-            for _ in range(args.rounds):
-                out = Path(work) / "out"
-                seconds, done = timed_cli([*argv, *(["--output-dir", str(out)] if argv[0] in (
-                    "classify", "detect", "synthetic") else [])], cwd=work, env=env, timeout=300)
-                walls.append(seconds)
+            out = Path(work) / "out"
+
+            def left_nothing(done, name=name, out=out):
                 assert not out.exists(), f"{name} left {out}"
+
+            walls, done = timed_rounds([*argv, *(["--output-dir", str(out)] if argv[0] in (
+                "classify", "detect", "synthetic") else [])], args.rounds, left_nothing, cwd=work, env=env,
+                timeout=300)
             line = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "(nothing)"
             lines = len(done.stderr.strip().splitlines())
             print(f"| {name} | {done.returncode} | {', '.join(f'{w:.1f}' for w in walls)} (median "

@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
-from benchmarks.timed_cli import timed_cli  # noqa: E402
+from benchmarks.timed_cli import timed_rounds  # noqa: E402
 
 COMMANDS = {"classify --list-bases": ["classify", "--list-bases"], "detect --list-bases": ["detect", "--list-bases"],
             "--version (the CLI's own start)": ["--version"]}
@@ -30,10 +30,7 @@ def main() -> int:
     print("| command | rows | seconds (each round) | median |")
     print("|---|---|---|---|")
     for name, argv in COMMANDS.items():
-        walls, done = [], None
-        for _ in range(args.rounds):
-            seconds, done = timed_cli(argv, cwd=REPO, timeout=120, check=True)
-            walls.append(seconds)
+        walls, done = timed_rounds(argv, args.rounds, cwd=REPO, timeout=120, check=True)
         rows = sum(" | " in line for line in done.stdout.splitlines()) - 1
         print(f"| {name} | {max(rows, 0)} | {', '.join(f'{w:.2f}' for w in walls)} | {statistics.median(walls):.2f} |")
     print(f"host: NumPy float32 1024 matmul {host_matmul_gflops():.0f} GFLOP/s after")
