@@ -27,28 +27,49 @@ pick_python() {  # $PYTHON if set, else the newest supported interpreter on the 
   return 1
 }
 
-# Which build of TensorFlow and jax: their CUDA builds (pyproject.toml's `gpu` extra) where an NVIDIA driver
-# shows a GPU (nvidia-smi lists one, or the CUDA driver's libcuda reports one), else the CPU builds.
+# Which build of TensorFlow and jax: their CUDA builds (pyproject.toml's `gpu` extra) where the CUDA driver shows a
+# GPU, else the CPU builds. One driver query (l40sbench/backends/cuda_driver.py as a file, stdlib only, so it runs
+# before the venv holds l40sbench), abandoned after 10 s (cuda_driver.LIMIT_SECONDS): a stuck driver never
+# answers. Once the venv holds a build, a call that sees no GPU (a login node sharing the venv, a driver that does
+# not answer) keeps it and says so; a driver that shows a GPU to a CPU venv installs the GPU build.
 # L40SBENCH_BUILD=gpu or cpu forces one; the install stamp holds the choice, so a change reinstalls.
-gpu_shown() {  # prints why where a GPU is shown; $1: a python to ask libcuda with
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "nvidia-smi lists $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') GPU(s)"
-    return 0
+stamp="$venv/.l40sbench-pyproject.sha256"
+driver_gpus() {  # $1: a python to ask with; prints how many GPUs the driver shows, or "timeout"
+  local out pid i
+  out="$(mktemp)"
+  "$1" "$here/l40sbench/backends/cuda_driver.py" --count >"$out" 2>/dev/null &
+  pid=$!
+  disown "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$out" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -s "$out" ]; then head -n 1 "$out"
+  elif kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null; echo timeout
+  else echo 0
   fi
-  local count
-  count="$("$1" -c 'import ctypes, os
-lib = ctypes.CDLL(os.environ.get("L40SBENCH_CUDA_DRIVER") or "libcuda.so.1")
-n = ctypes.c_int(0)
-print(n.value if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 else 0)' 2>/dev/null)" || count=0
-  if [ "${count:-0}" -gt 0 ]; then echo "the CUDA driver reports $count GPU(s)"; return 0; fi
-  return 1
+  rm -f "$out"
 }
+held="$(sed -n 's/.*, \(gpu\|cpu\) build$/\1/p' "$stamp" 2>/dev/null || true)"
 asker="$venv/bin/python"
 [ -x "$asker" ] || asker="$(pick_python || echo python3)"
 case "${L40SBENCH_BUILD:-auto}" in
   gpu|cpu) build="$L40SBENCH_BUILD"; why="L40SBENCH_BUILD=$L40SBENCH_BUILD" ;;
-  auto) if why="$(gpu_shown "$asker")"; then build=gpu; else
-          build=cpu; why="no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)"; fi ;;
+  auto)
+    shown="$(driver_gpus "$asker")"
+    if [ "$shown" = timeout ]; then
+      build="${held:-cpu}"
+      echo "run.sh: the CUDA driver gave no answer within 10 s (a stuck driver?); $([ -n "$held" ] && echo "keeping the $held build this venv holds" || echo "installing the CPU build") (L40SBENCH_BUILD=gpu or cpu chooses)" >&2
+      why="the CUDA driver gave no answer within 10 s"
+    elif [ "${shown:-0}" -gt 0 ] 2>/dev/null; then
+      build=gpu; why="the CUDA driver shows $shown GPU(s)"
+    elif [ "$held" = gpu ]; then
+      build=gpu; why="this venv holds the GPU build"
+      echo "run.sh: no CUDA driver shows a GPU to this call; keeping the GPU build this venv holds (L40SBENCH_BUILD=cpu installs the CPU build)" >&2
+    else
+      build=cpu; why="no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)"
+    fi ;;
   *) echo "run.sh: L40SBENCH_BUILD must be gpu, cpu or auto; got ${L40SBENCH_BUILD}" >&2; exit 2 ;;
 esac
 extras="test,runtimes,loadgen,jax"
@@ -73,7 +94,6 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "run.sh: creating $venv with $python (Python $(version_of "$python"))" >&2
   "$python" -m venv "$venv"
 fi
-stamp="$venv/.l40sbench-pyproject.sha256"
 # What the venv was installed from: the pins, and how (a changed recipe reinstalls, as a changed pin does).
 recipe="uv $uv_version, bytecode compiled, $build build"
 want="$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1) $recipe"

@@ -299,7 +299,9 @@ class _TinyRuns:
                 with open(self.root / f"{name}.out", "w") as out, open(self.root / f"{name}.err", "w") as err:
                     started = time.perf_counter()
                     if name in CHILD_RUNS:
-                        env = {**without_tensorflow(self.root), **CHILD_RUNS[name], **standin_driver(self.root)}
+                        # the stand-in driver never answers (a stuck driver): --devices cpu must not ask it
+                        env = {**without_tensorflow(self.root), **CHILD_RUNS[name], **standin_driver(self.root),
+                               "STANDIN_HANG": "1"}
                         code = subprocess.run([sys.executable, "-m", "l40sbench", *argv], stdout=out, stderr=err,
                                               cwd=REPO, env=env, timeout=900).returncode
                     else:

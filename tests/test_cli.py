@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import cv2
 import numpy as np
@@ -249,34 +250,55 @@ def test_run_sh_refuses_an_unsupported_python_in_one_line(tmp_path):
     assert not (tmp_path / ".venv").exists()
 
 
-def test_run_sh_chooses_the_gpu_build_where_a_driver_shows_a_gpu(tmp_path):
+def test_run_sh_chooses_the_build_with_one_driver_query_within_its_limit(tmp_path, tmp_path_factory):
     """run.sh's choice of build, as a dry run (L40SBENCH_INSTALL_DRY_RUN: the choice and the install command,
-    nothing installed): a stand-in nvidia-smi listing an L40S chooses the `gpu` extra, none the plain build,
-    and L40SBENCH_BUILD overrides either way."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "nvidia-smi").write_text('#!/bin/sh\necho "GPU 0: NVIDIA L40S (UUID: GPU-40414243)"\n')
-    (fake / "nvidia-smi").chmod(0o755)
+    nothing installed) of a copy with a venv of its own: a stand-in driver showing an L40S chooses the `gpu`
+    extra, none the plain build; a driver that never answers is said and costs at most its limit; a venv that
+    holds the GPU build keeps it where no GPU is shown (a login node); L40SBENCH_BUILD overrides."""
+    from tests.conftest import standin_driver
 
-    def dry_run(with_smi: bool, build: str | None = None):
-        env = {**os.environ, "L40SBENCH_INSTALL_DRY_RUN": "1",
-               "PATH": (f"{fake}{os.pathsep}" if with_smi else "") + os.environ["PATH"]}
+    driver = standin_driver(tmp_path_factory.getbasetemp())
+    if not driver:
+        pytest.skip("no C compiler (cc) to build the stand-in CUDA driver")
+    for name in ("run.sh", "pyproject.toml", "l40sbench/backends/cuda_driver.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, tmp_path / name)
+    stamp = tmp_path / ".venv" / ".l40sbench-pyproject.sha256"
+
+    def dry_run(gpus: int, build: str | None = None, held: str | None = None, hang: bool = False):
+        env = {**os.environ, **driver, "L40SBENCH_INSTALL_DRY_RUN": "1", "STANDIN_GPUS": str(gpus),
+               "STANDIN_HANG": "1" if hang else "0"}
         env.pop("L40SBENCH_BUILD", None)
         env.update({"L40SBENCH_BUILD": build} if build else {})
-        return subprocess.run(["bash", str(REPO / "run.sh")], capture_output=True, text=True, env=env, timeout=60)
+        stamp.unlink(missing_ok=True)
+        if held:
+            stamp.parent.mkdir(exist_ok=True)
+            stamp.write_text(f"0123 uv 0.13.8, bytecode compiled, {held} build\n")
+        started = time.perf_counter()
+        done = subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True, env=env, timeout=120)
+        return done, time.perf_counter() - started
 
-    for with_smi, build, chosen, why in [
-            (True, None, "GPU", "nvidia-smi lists 1 GPU(s)"),
-            (False, None, "CPU", "no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)"),
-            (True, "cpu", "CPU", "L40SBENCH_BUILD=cpu"),
-            (False, "gpu", "GPU", "L40SBENCH_BUILD=gpu")]:
-        done = dry_run(with_smi, build)
+    for gpus, build, held, hang, chosen, why, said in [
+            (1, None, None, False, "GPU", "the CUDA driver shows 1 GPU(s)", ""),
+            (0, None, None, False, "CPU", "no NVIDIA driver shows a GPU (L40SBENCH_BUILD=gpu installs the GPU build anyway)", ""),
+            (1, None, "cpu", False, "GPU", "the CUDA driver shows 1 GPU(s)", ""),
+            (0, None, "gpu", False, "GPU", "this venv holds the GPU build",
+             "run.sh: no CUDA driver shows a GPU to this call; keeping the GPU build this venv holds"),
+            (1, None, None, True, "CPU", "the CUDA driver gave no answer within 10 s",
+             "run.sh: the CUDA driver gave no answer within 10 s (a stuck driver?); installing the CPU build"),
+            (1, None, "gpu", True, "GPU", "the CUDA driver gave no answer within 10 s",
+             "run.sh: the CUDA driver gave no answer within 10 s (a stuck driver?); keeping the gpu build this venv holds"),
+            (1, "cpu", None, False, "CPU", "L40SBENCH_BUILD=cpu", ""),
+            (0, "gpu", None, False, "GPU", "L40SBENCH_BUILD=gpu", "")]:
+        done, wall = dry_run(gpus, build, held, hang)
         assert done.returncode == 0, done.stderr
         choice, command = done.stdout.strip().splitlines()
         assert choice.startswith(f"run.sh: the {chosen} build (") and choice.endswith(f"): {why}"), choice
         extras = "test,runtimes,loadgen,jax" + (",gpu" if chosen == "GPU" else "")
-        assert command == f'run.sh: would run: uv pip install --compile-bytecode -e "{REPO}[{extras}]"'
-    done = dry_run(False, "cuda")
+        assert command == f'run.sh: would run: uv pip install --compile-bytecode -e "{tmp_path}[{extras}]"'
+        assert done.stderr.startswith(said) and (said or done.stderr == ""), done.stderr
+        assert wall < 60, wall  # a hang guard: the limit is 10 s
+    done, _ = dry_run(0, "cuda")
     assert done.returncode == 2 and done.stderr == "run.sh: L40SBENCH_BUILD must be gpu, cpu or auto; got cuda\n"
 
 

@@ -42,7 +42,7 @@ def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
     gpu = {"kind": "GPU", "name": "cuda:0", "index": 0, "model": "NVIDIA H200", "uuid": BOARDS[2][0],
            "memory_mb": 143771.0}
-    monkeypatch.setattr(env, "_start_probes", lambda: ({}, {}))
+    monkeypatch.setattr(env, "_start_probes", lambda driver: ({}, {}))
     monkeypatch.setattr(env, "_backends", lambda started: {"jax": {"installed": True, "version": "0.11", "devices": [gpu]},
                                                    "tensorflow": {"installed": False, "version": None},
                                                    "torch": {"installed": False, "version": None}})

@@ -1,11 +1,17 @@
-"""What the CUDA driver says of each GPU this process sees: its UUID, name and memory, by CUDA ordinal.
+"""What the CUDA driver says of each GPU this process sees: its UUID, name and memory, by CUDA ordinal; and
+what NVML says of the host's boards (MIG mode and instances, the processes on each), asked in a child process
+within LIMIT_SECONDS.
 
 The driver (libcuda) numbers devices as every framework on it does: after CUDA_VISIBLE_DEVICES and in
 CUDA_DEVICE_ORDER (fastest first unless PCI_BUS_ID). Asking it once, here, gives the backends one way to put
 a UUID on the devices they use, and telemetry one way to find those boards in NVML, whichever framework runs.
-Read through ctypes: no framework, and nothing on a machine without the driver. $L40SBENCH_CUDA_DRIVER names
-another library to read instead of libcuda.so.1 (the tests' stand-in driver); `python -m
-l40sbench.backends.cuda_driver` prints what it says as JSON.
+
+A stuck driver (after an Xid error, where nvidia-smi hangs too) never returns from cuInit: no process of the
+suite calls the driver without a limit. The query runs in a child (`python -m l40sbench.backends.cuda_driver`,
+also run.sh's one query, as a file, before the venv exists) that the caller abandons after LIMIT_SECONDS;
+initialising the driver in the child also leaves the caller free to hide GPUs (CUDA_VISIBLE_DEVICES) later.
+Read through ctypes and nvidia-ml-py: no framework. $L40SBENCH_CUDA_DRIVER names another library to read
+instead of libcuda.so.1 (the tests' stand-in driver).
 """
 
 from __future__ import annotations
@@ -13,10 +19,16 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from dataclasses import dataclass
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 DRIVER_VARIABLE = "L40SBENCH_CUDA_DRIVER"
+VISIBLE_VARIABLE = "CUDA_VISIBLE_DEVICES"
+LIMIT_SECONDS = 10.0  # every driver and NVML query; an answering driver takes well under 1 s
+MIG_MARK = " MIG "  # CUDA names a MIG instance "<board> MIG <profile>" ("NVIDIA H100 80GB HBM3 MIG 1g.10gb")
 
 
 @dataclass(frozen=True)
@@ -26,11 +38,48 @@ class CudaDevice:
     name: str
     memory_mb: float
 
+    @property
+    def mig(self) -> bool:
+        return self.uuid.startswith("MIG-")
 
-def format_uuid(raw: bytes) -> str:
-    """The 16 bytes of a CUDA UUID in NVML's text form, GPU-8-4-4-4-12 hex digits."""
+
+@dataclass(frozen=True)
+class DriverView:
+    """One answer of the driver: the GPUs this process sees, the CUDA version the driver supports, and NVML's
+    boards (each: index, uuid, name, mig_mode, mig_uuids, processes) where NVML answered.
+
+    library: whether a CUDA driver library loaded at all (False: a machine without NVIDIA's driver).
+    said: why there is no answer (the driver did not answer within the limit, or its child failed); None where
+      it answered.
+    """
+
+    library: bool = False
+    version: str | None = None
+    devices: tuple[CudaDevice, ...] = ()
+    boards: tuple[dict, ...] = ()
+    nvml_driver: str | None = None
+    said: str | None = None
+    asked: bool = field(default=True, compare=False)
+
+    @property
+    def answered(self) -> bool:
+        return self.said is None
+
+    def to_dict(self) -> dict:
+        return {"library": self.library, "version": self.version, "devices": [vars(d) for d in self.devices],
+                "boards": list(self.boards), "nvml_driver": self.nvml_driver, "said": self.said}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DriverView:
+        return cls(data.get("library", False), data.get("version"),
+                   tuple(CudaDevice(**d) for d in data.get("devices", ())), tuple(data.get("boards", ())),
+                   data.get("nvml_driver"), data.get("said"))
+
+
+def format_uuid(raw: bytes, prefix: str = "GPU") -> str:
+    """The 16 bytes of a CUDA UUID in NVML's text form, GPU-8-4-4-4-12 hex digits (MIG- for a MIG instance)."""
     hexed = raw.hex()
-    return "GPU-" + "-".join(hexed[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+    return f"{prefix}-" + "-".join(hexed[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
 
 
 def _query(lib) -> list[CudaDevice]:
@@ -50,43 +99,173 @@ def _query(lib) -> list[CudaDevice]:
                 or lib.cuDeviceGetName(name, 256, device) != 0
                 or lib.cuDeviceTotalMem_v2(ctypes.byref(memory), device) != 0):
             continue
-        found.append(CudaDevice(ordinal, format_uuid(bytes(raw)), name.value.decode(errors="replace"),
+        text = name.value.decode(errors="replace")
+        found.append(CudaDevice(ordinal, format_uuid(bytes(raw), "MIG" if MIG_MARK in f"{text} " else "GPU"), text,
                                 memory.value / 2**20))
     return found
 
 
-@lru_cache(maxsize=1)
-def _library():
-    """The driver's library (or $L40SBENCH_CUDA_DRIVER's), None where there is none."""
-    try:
-        return ctypes.CDLL(os.environ.get(DRIVER_VARIABLE) or "libcuda.so.1")
-    except OSError:
-        return None
-
-
-@lru_cache(maxsize=1)
-def devices() -> tuple[CudaDevice, ...]:
-    """The GPUs this process sees, in CUDA's order; empty without the driver or a GPU."""
-    lib = _library()
-    if lib is None:
-        return ()
-    try:
-        return tuple(_query(lib))
-    except (AttributeError, OSError):  # a driver too old for a symbol: no UUIDs, and NVML falls back
-        return ()
-
-
-@lru_cache(maxsize=1)
-def driver_version() -> str | None:
-    """The CUDA version the driver supports ('12.8'), the ceiling of every framework's CUDA build; None
-    without a driver."""
-    lib, version = _library(), ctypes.c_int(0)
-    try:
-        if lib is None or lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
-            return None
-    except AttributeError:
+def _driver_version(lib) -> str | None:
+    version = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
         return None
     return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
+
+def _text(value) -> str | None:
+    return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
+
+
+def _nvml_boards() -> tuple[tuple[dict, ...], str | None]:
+    """Every board NVML shows the host (whatever CUDA_VISIBLE_DEVICES holds): its MIG mode and instances, and
+    the processes on it (what names the holder of a busy board); ((), None) where NVML does not answer."""
+    try:
+        import pynvml as nvml
+
+        nvml.nvmlInit()
+    except Exception:
+        return (), None
+    boards = []
+    for index in range(nvml.nvmlDeviceGetCount()):
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        migs = mig_uuids(nvml, handle)
+        processes = []
+        for p in _reading(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or ():
+            memory = getattr(p, "usedGpuMemory", None)
+            processes.append({"pid": int(p.pid), "name": _text(_reading(nvml.nvmlSystemGetProcessName, p.pid)),
+                              "memory_mb": memory / 2**20 if isinstance(memory, int) else None})
+        boards.append({"index": index, "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
+                       "name": _text(nvml.nvmlDeviceGetName(handle)), "mig_mode": _mig_mode(nvml, handle),
+                       "mig_uuids": list(migs), "processes": processes})
+    return tuple(boards), _text(_reading(nvml.nvmlSystemGetDriverVersion))
+
+
+def _mig_mode(nvml, handle) -> bool:
+    try:
+        return bool(nvml.nvmlDeviceGetMigMode(handle)[0])
+    except Exception:  # NVMLError_NotSupported on a board without MIG, or a stand-in without the call
+        return False
+
+
+def mig_uuids(nvml, handle) -> tuple[str, ...]:
+    """The UUIDs of a board's MIG instances (MIG-...); () where MIG is off or the driver has no MIG calls."""
+    if not _mig_mode(nvml, handle):
+        return ()
+    found = []
+    for slot in range(_reading(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+        uuid = _reading(lambda s: nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, s)), slot)
+        if uuid is not None:  # else an empty slot
+            found.append(_text(uuid))
+    return tuple(found)
+
+
+def _reading(call, *args):
+    """call(*args), None where NVML does not say."""
+    try:
+        return call(*args)
+    except Exception:
+        return None
+
+
+def ask_here(with_nvml: bool = True) -> DriverView:
+    """The driver's answer, asked in this process with no limit: the child's body (view() runs it)."""
+    try:
+        lib = ctypes.CDLL(os.environ.get(DRIVER_VARIABLE) or "libcuda.so.1")
+    except OSError:
+        return DriverView(library=False)
+    try:
+        version, found = _driver_version(lib), tuple(_query(lib))
+    except AttributeError:  # a driver too old for a symbol: no UUIDs, and NVML falls back
+        version, found = None, ()
+    boards, nvml_driver = _nvml_boards() if with_nvml else ((), None)
+    return DriverView(True, version, found, boards, nvml_driver)
+
+
+def _start(environ: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "l40sbench.backends.cuda_driver"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environ)
+
+
+def _answer(child: subprocess.Popen, seconds: float) -> DriverView:
+    """The child's view, or why there is none; a child past the limit is killed and left (a process stuck in
+    the driver may not even die, and waiting for it is what the limit is there to avoid)."""
+    try:
+        out, err = child.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return DriverView(library=True, said=f"the CUDA driver gave no answer within {LIMIT_SECONDS:.0f} s")
+    if child.returncode != 0 or not out.strip():
+        return DriverView(library=True, said=f"asking the CUDA driver failed: "
+                                             f"{(err.strip().splitlines() or ['no output'])[-1]}")
+    return DriverView.from_dict(json.loads(out.strip().splitlines()[-1]))
+
+
+@lru_cache(maxsize=8)
+def _asked(library: str | None, visible: str | None) -> DriverView:
+    del library  # the cache's key: the driver's library and the visible devices decide the answer
+    return _answer(_start(dict(os.environ)), LIMIT_SECONDS)
+
+
+def view() -> DriverView:
+    """The driver's answer for this process (after CUDA_VISIBLE_DEVICES), within LIMIT_SECONDS, asked once per
+    process and setting. Where CUDA_VISIBLE_DEVICES is empty (--devices cpu hides every GPU) no GPU can be
+    seen, and the driver is not asked at all."""
+    visible = os.environ.get(VISIBLE_VARIABLE)
+    if visible == "":
+        return DriverView(asked=False)
+    return _asked(os.environ.get(DRIVER_VARIABLE), visible)
+
+
+@lru_cache(maxsize=8)
+def _host_asked(library: str | None) -> DriverView:
+    del library
+    return _answer(_start({k: v for k, v in os.environ.items() if k != VISIBLE_VARIABLE}), LIMIT_SECONDS)
+
+
+def host_view() -> DriverView:
+    """What the driver shows with CUDA_VISIBLE_DEVICES unset: every GPU of the host (view() where it is unset)."""
+    if VISIBLE_VARIABLE not in os.environ:
+        return view()
+    return _host_asked(os.environ.get(DRIVER_VARIABLE))
+
+
+def forget() -> None:
+    """Asks the driver afresh next time (tests, which change the stand-in driver's answer)."""
+    _asked.cache_clear()
+    _host_asked.cache_clear()
+
+
+def within(seconds: float, call, *args):
+    """call(*args), or TimeoutError where it has not returned within `seconds`: for a driver or NVML call made
+    in this process (NVML's telemetry), in a thread left behind where it hangs (ctypes releases the GIL)."""
+    box: list = []
+
+    def run():
+        try:
+            box.append((True, call(*args)))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True, name="driver-call")
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise TimeoutError(f"no answer within {seconds:.0f} s")
+    done, value = box[0]
+    if not done:
+        raise value
+    return value
+
+
+def devices() -> tuple[CudaDevice, ...]:
+    """The GPUs this process sees, in CUDA's order; empty without the driver, a GPU or an answer."""
+    return view().devices
+
+
+def driver_version() -> str | None:
+    """The CUDA version the driver supports ('12.8'), the ceiling of every framework's CUDA build; None
+    without a driver or an answer."""
+    return view().version
 
 
 def by_ordinal(ordinal: int) -> CudaDevice | None:
@@ -104,5 +283,6 @@ def gpu_device(ordinal: int, name: str, model: str | None = None):
                   uuid=known.uuid if known else None, memory_mb=known.memory_mb if known else None)
 
 
-if __name__ == "__main__":
-    print(json.dumps([vars(d) for d in devices()]))
+if __name__ == "__main__":  # --count: run.sh's query, one line, the number of GPUs shown (no NVML needed)
+    shown = ask_here(with_nvml=sys.argv[1:] != ["--count"])
+    print(len(shown.devices) if sys.argv[1:] == ["--count"] else json.dumps(shown.to_dict()))

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from l40sbench.backends.cuda_driver import LIMIT_SECONDS, mig_uuids, within
 from l40sbench.core.devices import Device, gpus
 from l40sbench.core.telemetry import POWER_CAP, CounterTotal, Source
 
@@ -38,6 +39,7 @@ class Board:
     name: str
     pci_bus_id: str
     handle: object = None
+    mig_uuids: tuple[str, ...] = ()  # its MIG instances (MIG-...), whose telemetry is the board's
 
     def describe(self) -> dict:
         return {"nvml_index": self.index, "uuid": self.uuid, "name": self.name, "pci_bus_id": self.pci_bus_id}
@@ -53,7 +55,7 @@ def nvml_boards(nvml) -> list[Board]:
     for index in range(nvml.nvmlDeviceGetCount()):
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
         boards.append(Board(index, _text(nvml.nvmlDeviceGetUUID(handle)), _text(nvml.nvmlDeviceGetName(handle)),
-                            _text(nvml.nvmlDeviceGetPciInfo(handle).busId), handle))
+                            _text(nvml.nvmlDeviceGetPciInfo(handle).busId), handle, mig_uuids(nvml, handle)))
     return boards
 
 
@@ -91,9 +93,9 @@ def cuda_order(boards: list[Board], environ: Mapping[str, str]) -> tuple[list[Bo
 
 def used_boards(boards: list[Board], used: Sequence[Device],
                 environ: Mapping[str, str]) -> tuple[list[Board] | None, str]:
-    """The NVML boards of the GPUs a run uses: by the UUID the driver gave each device, else by its CUDA
-    ordinal in cuda_order; (None, why) where a device cannot be placed."""
-    by_uuid = {b.uuid: b for b in boards}
+    """The NVML boards of the GPUs a run uses: by the UUID the driver gave each device (a MIG instance's
+    parent board), else by its CUDA ordinal in cuda_order; (None, why) where a device cannot be placed."""
+    by_uuid = {**{mig: b for b in boards for mig in b.mig_uuids}, **{b.uuid: b for b in boards}}
     order: list[Board] | None = None
     found = []
     for device in gpus(used):
@@ -126,7 +128,7 @@ def nvml_source(nvml=None, used: Sequence[Device] = (), environ: Mapping[str, st
         except ImportError as exc:
             return None, f"nvidia-ml-py is not installed ({exc})"
     try:
-        nvml.nvmlInit()
+        within(LIMIT_SECONDS, nvml.nvmlInit)  # a stuck driver never returns from it
         boards = nvml_boards(nvml)
     except Exception as exc:  # NVMLError_LibraryNotFound / DriverNotLoaded on a machine without a GPU
         return None, f"NVML: {exc}"
@@ -167,8 +169,11 @@ def nvml_source(nvml=None, used: Sequence[Device] = (), environ: Mapping[str, st
                                  "memory_mb": memory / 2**20 if isinstance(memory, int) else None})
         return seen
 
+    instances = [d.uuid for d in gpus(used) if d.uuid and d.uuid.startswith("MIG-")]
     facts = {"driver": _text(nvml.nvmlSystemGetDriverVersion()),
              "boards": [b.describe() for b in mine],
+             **({"mig_instances": instances, "mig_note": "MIG instances: the readings are their parent boards' "
+                 "(NVML reads no power or clocks per instance)"} if instances else {}),
              "boards_seen": len(boards),
              "power_limit_w": [nvml.nvmlDeviceGetEnforcedPowerLimit(b.handle) / 1000.0 for b in mine],
              "application_clocks_mhz": [[nvml.nvmlDeviceGetApplicationsClock(b.handle, nvml.NVML_CLOCK_SM),

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from l40sbench.backends.cuda_driver import LIMIT_SECONDS
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
@@ -105,9 +106,17 @@ def gate_devices(args, backend: str) -> dict:
     from l40sbench.backends.gpu_gate import choose
 
     choice = choose(backend, cpu=getattr(args, "devices", None) == (CPU_DEVICES,))
-    if choice.get("why") == "--devices cpu" and choice["gpus_present"]:
-        log(f"--devices cpu: on the CPU, though the CUDA driver shows {len(choice['gpus_present'])} GPU(s)")
+    for line in choice.get("notices") or ():
+        log(line)
     return choice
+
+
+def keep_device_choice(args, saved: dict | None, folder) -> None:
+    """--resume of a study or a sweep: the device choice it began with (gate_devices' choice, kept in its state)
+    holds again, said in one line, so a study begun on the CPU on purpose does not resume on the GPU."""
+    if (saved or {}).get("why") == "--devices cpu":
+        args.devices = (CPU_DEVICES,)
+        log(f"--resume {folder}: on the CPU, as it began (--devices cpu)")
 
 
 def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
@@ -128,8 +137,10 @@ def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
 
 CPU_DEVICES = "cpu"
 # What every command that computes says of --devices cpu and of picking GPUs.
-CPU_HELP = ("cpu: on the CPU on purpose, though the CUDA driver shows GPUs (the record says which); where the "
-            "driver shows GPUs the backend cannot use, the command stops before measuring and says why. "
+CPU_HELP = ("cpu: on the CPU on purpose, though the CUDA driver shows GPUs; the driver is then never asked. "
+            f"Otherwise the driver is asked first, within {LIMIT_SECONDS:.0f} s (a stuck driver stops the command), and "
+            "where it shows GPUs the backend cannot compute on (the build, the driver's age, a busy board, MIG, "
+            "CUDA_VISIBLE_DEVICES hiding every one), the command stops before measuring and says why. "
             "CUDA_VISIBLE_DEVICES picks the GPUs a run may use")
 
 

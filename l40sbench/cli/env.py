@@ -13,7 +13,6 @@ from pathlib import Path
 
 from l40sbench.cli.common import log
 
-PROBE_SECONDS = 60  # a framework's first import on a cold disk; the usual is 2-6 s
 NEIGHBOUR_WINDOW_SECONDS = 0.5
 
 
@@ -27,7 +26,9 @@ def add(subparsers) -> None:
             "child process of its own), the GPUs the CUDA driver shows this process with their UUIDs, the "
             "telemetry source a run would read (NVML over the run's GPUs, RAPL on a CPU, or why none), the "
             "neighbours now (other processes busy over half a second, the hypervisor's steal, other processes "
-            "on the GPUs), and the kept peak where $L40SBENCH_PEAK_FILE names one. Under 10 s without --peak."
+            "on the GPUs), and the kept peak where $L40SBENCH_PEAK_FILE names one. Under 10 s without --peak. The "
+            "driver is asked first, within 10 s: one that does not answer (a stuck driver) is reported, and no "
+            "backend is asked (each would hang on it)."
         ),
     )
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the text")
@@ -45,41 +46,40 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _start_probes() -> tuple[dict, dict]:
+def _start_probes(driver) -> tuple[dict, dict]:
     """Each Keras backend: installed or not and its version; a child asking the installed ones for their
-    devices, all started at once (TensorFlow's import alone takes 5-8 s here, so everything else overlaps it)."""
+    devices, all started at once (TensorFlow's import alone takes 5-8 s here, so everything else overlaps it).
+    None asked where the driver did not answer: each framework would hang on it in turn."""
     from l40sbench.backends import NAMES
+    from l40sbench.backends.gpu_gate import start_probe
 
     found, children = {}, {}
     for name in NAMES:
         version = _version(name)
         found[name] = {"installed": version is not None, "version": version}
-        if version is not None:
-            children[name] = subprocess.Popen([sys.executable, "-m", "l40sbench.backends.probe", name],
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        if version is not None and not driver.answered:
+            found[name]["error"] = f"not asked: {driver.said}"
+        elif version is not None:
+            children[name] = start_probe(name)
     return found, children
 
 
-def _backends(started: tuple[dict, dict] | None = None) -> dict:
+def _backends(started: tuple[dict, dict]) -> dict:
     """_start_probes' backends with the devices each child reported (or why it could not)."""
-    found, children = started or _start_probes()
+    from l40sbench.backends.gpu_gate import answer
+
+    found, children = started
     for name, child in children.items():
-        try:
-            out, err = child.communicate(timeout=PROBE_SECONDS)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            found[name]["error"] = f"no answer in {PROBE_SECONDS} s"
-            continue
-        if child.returncode == 0 and out.strip():
-            answer = json.loads(out.strip().splitlines()[-1])
-            found[name].update(devices=answer["devices"], gpu_view=answer["view"])
+        got = answer(name, child)
+        if "error" in got:
+            found[name]["error"] = got["error"]
         else:
-            found[name]["error"] = (err.strip().splitlines() or ["no output"])[-1]
+            found[name].update(devices=got["devices"], gpu_view=got["view"])
     return found
 
 
 def _telemetry(used) -> dict:
+    from l40sbench.backends.cuda_driver import LIMIT_SECONDS, within
     from l40sbench.backends.telemetry import nvml_boards, source
 
     found, why = source(used)
@@ -88,7 +88,7 @@ def _telemetry(used) -> dict:
     try:
         import pynvml
 
-        pynvml.nvmlInit()
+        within(LIMIT_SECONDS, pynvml.nvmlInit)
         used_uuids = {b["uuid"] for b in (found.facts or {}).get("boards", [])} if found else set()
         block["nvml_boards"] = [{**b.describe(), **_board_now(pynvml, b.handle), "used": b.uuid in used_uuids}
                                 for b in nvml_boards(pynvml)]
@@ -162,12 +162,14 @@ def collect(backend: str, measure_peak: bool) -> dict:
     from l40sbench.core.devices import Device
     from l40sbench.core.env import fingerprint
 
-    started = _start_probes()
+    driver = cuda_driver.view()
+    started = _start_probes(driver)
     env = fingerprint()
-    neighbours = _neighbours()
+    neighbours = _neighbours() if driver.answered else {"reasons": [], "cpu_share_others": 0.0, "steal_share": None}
     backends = _backends(started)
     used = [Device.from_dict(d) for d in (backends.get(backend) or {}).get("devices", [])[:1]]
-    telemetry = _telemetry(used)
+    telemetry = _telemetry(used) if driver.answered else {
+        "source": None, "why_none": f"not asked: {driver.said}", "facts": None, "nvml_boards": f"not asked: {driver.said}"}
     return {
         "l40sbench": __version__, "suite_commit": env["suite_commit"], "python": env["python"], "os": env["os"],
         "cpu": env["cpu"], "cpu_count": env["cpu_count"], "timestamp_utc": env["timestamp_utc"],
@@ -175,18 +177,21 @@ def collect(backend: str, measure_peak: bool) -> dict:
                                                          "torch", "nvidia-ml-py", "onnxruntime", "openvino")},
         "backend": backend, "backends": backends,
         "run_would_use": [d.to_dict() for d in used],
-        "cuda_driver_gpus": [vars(d) for d in cuda_driver.devices()],
-        "cuda_driver_version": cuda_driver.driver_version(),
+        "cuda_driver": driver.to_dict(),
+        "cuda_driver_gpus": [vars(d) for d in driver.devices],
+        "cuda_driver_version": driver.version,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
         "telemetry": telemetry, "neighbours_now": neighbours, "peak": _peak(backend, measure_peak),
     }
 
 
-def would_use(name: str, block: dict, gpus: list[dict]) -> str:
+def would_use(name: str, block: dict, driver) -> str:
     """One backend's answer to the renter's question: what a run would compute on now, and where the driver
-    shows GPUs it cannot use, why and the fix."""
-    from l40sbench.backends.gpu_gate import FIX, shown_text
+    shows GPUs it cannot use, why and the fix that fits the cause."""
+    from l40sbench.backends.gpu_gate import FIX, View, fix_for, shown_text
+
+    gpus = [vars(d) for d in driver.devices]
 
     head = f"{name} {block['version']} would use:"
     if not block["installed"]:
@@ -201,18 +206,21 @@ def would_use(name: str, block: dict, gpus: list[dict]) -> str:
     cpu = f"{head} the CPU ({block['devices'][0]['model']})" if block["devices"] else f"{head} the CPU"
     if not gpus:
         return f"{cpu}; the CUDA driver shows no GPU"
-    return f"{cpu}, though the driver shows {shown_text(gpus)}: {view.get('said') or 'no reason given'}; fix: {FIX[name]}"
+    fix = fix_for(name, driver, View.from_dict(view)) if view else FIX[name]
+    return f"{cpu}, though the driver shows {shown_text(gpus)}: {view.get('said') or 'no reason given'}; fix: {fix}"
 
 
 def _first_lines(facts: dict) -> list[str]:
     """What a run would compute on, on each installed backend (the chosen one marked *), the driver and what
     each backend was built for, the boards' power limits and clocks, and whether the host is quiet now."""
-    gpus = facts["cuda_driver_gpus"]
-    lines = [("* " if name == facts["backend"] else "  ") + would_use(name, block, gpus)
+    from l40sbench.backends.cuda_driver import DriverView
+
+    driver = DriverView.from_dict(facts["cuda_driver"])
+    lines = [("* " if name == facts["backend"] else "  ") + would_use(name, block, driver)
              for name, block in facts["backends"].items()]
     built = ", ".join(f"{name} CUDA {(b.get('gpu_view') or {}).get('built_for')}" for name, b in facts["backends"].items()
                       if (b.get("gpu_view") or {}).get("built_for"))
-    lines.append(f"CUDA driver: {facts['cuda_driver_version'] or 'none'}"
+    lines.append(f"CUDA driver: {driver.said or facts['cuda_driver_version'] or 'none'}"
                  + (f" (NVML driver {facts['telemetry']['nvml_driver']})" if facts["telemetry"].get("nvml_driver") else "")
                  + (f"; built for: {built}" if built else ""))
     boards = facts["telemetry"]["nvml_boards"]

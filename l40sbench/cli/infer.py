@@ -166,6 +166,21 @@ def _model_run(args):
                                                        save=save, load=load)
 
 
+def _gate(args) -> None:
+    """The devices the figures run on: tf (the reference of a run folder or a Keras file) on the GPU where it can
+    use one; an ONNX file's reference, onnxruntime, and OpenVINO beside it on the CPU whatever the host has, so
+    TensorFlow's view of the GPUs neither stops nor names that run."""
+    from l40sbench.classify.given_model import kind_of
+
+    if args.model is not None and kind_of(args.model) == "onnx":
+        from l40sbench.backends.gpu_gate import choose
+
+        choose(None, cpu=True, why_cpu="an ONNX file: onnxruntime (the reference) and OpenVINO time it on the CPU")
+        log(f"infer --model {args.model}: on the CPU (onnxruntime's CPU provider is the reference)")
+        return
+    gate_devices(args, "tensorflow")  # the reference, tf, runs here
+
+
 def _folder_run(args):
     """(run folder, the call that times RUN_DIR's model again)."""
     from l40sbench.harness.infer import infer
@@ -188,7 +203,7 @@ def run(args) -> int:
     one_device(args)
     load = _load_config(args)
     folder, measure = _model_run(args) if args.model is not None else _folder_run(args)
-    gate_devices(args, "tensorflow")  # the reference, tf, runs here
+    _gate(args)
     saved: dict = {}
 
     def save(record: dict) -> None:

@@ -18,6 +18,7 @@ from l40sbench.cli.common import (
     add_xla_flag,
     finite,
     gate_devices,
+    keep_device_choice,
     log,
     one_device,
     prepare_output_dir,
@@ -148,6 +149,7 @@ def run(args) -> int:
                             f"not {args.study}{' --quick' if args.quick else ''}")
         root, plan = args.resume, plans.Plan.from_dict(state["plan"])
         args.backend = state["backend"]
+        keep_device_choice(args, state.get("device_choice"), args.resume)
         gate_devices(args, args.backend)
     else:
         args.backend = requested(args.backend)
@@ -161,7 +163,7 @@ def run(args) -> int:
             return plan.only(only) if only else plan
 
         planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
-        gate_devices(args, args.backend)
+        state["device_choice"] = gate_devices(args, args.backend)
         with tempfile.TemporaryDirectory() as scratch:  # the folder is made once the plan is known to fit
             machine, rests_on = _machine(Path(scratch) / "peak.json", args.backend)
             plan = planned(machine)

@@ -16,6 +16,7 @@ from l40sbench.cli.common import (
     finite,
     gate_devices,
     int_list,
+    keep_device_choice,
     log,
     make_config,
     name_list,
@@ -114,11 +115,12 @@ def run(args) -> int:
                             f"{', '.join(given + (['--output-dir'] if args.output_dir else []))}")
         from l40sbench.synthetic.store import SWEEP_FILE, read_state
 
-        saved = read_state(args.resume)["config"]
+        state = read_state(args.resume)
         try:
-            config = SweepConfig.from_dict({**saved, "output_dir": str(args.resume)})
+            config = SweepConfig.from_dict({**state["config"], "output_dir": str(args.resume)})
         except (TypeError, ValueError) as exc:
             raise UserError(f"cannot resume {args.resume}: its {SWEEP_FILE} does not hold a sweep's settings ({exc})") from None
+        keep_device_choice(args, (state.get("env") or {}).get("device_choice"), args.resume)
         gate_devices(args, config.settings.backend)
     else:
         hosts, index = (args.worker_hosts, args.task_index or 0) if args.worker_hosts else _cluster_from_env()
