@@ -331,3 +331,18 @@ def test_a_study_and_a_sweep_begun_on_the_cpu_resume_on_it_while_a_gpu_is_shown(
     # past the gate (the choice kept): the machine check is what stops this one
     assert_one_line_exit_2(result, f"cannot resume {sweep} here: its rows were measured on Some Other CPU")
     assert shown_but_unusable == []  # no backend asked: the CPU was chosen
+
+
+def test_a_board_the_backend_skips_is_named_in_env_and_in_the_record(monkeypatch):
+    from l40sbench import backends
+    from l40sbench.cli.env import would_use
+
+    k80 = cuda_driver.CudaDevice(0, standin_uuid(5), "Tesla K80", 11441.0)
+    shown = cuda_driver.DriverView(True, "12.8", (k80, L40S))
+    gpu = {"kind": "GPU", "index": 1, "model": "NVIDIA L40S", "uuid": L40S.uuid, "memory_mb": 46068.0}
+    line = would_use("jax", {"installed": True, "version": "0.11", "devices": [gpu], "gpu_view": {"gpus": 1}}, shown)
+    assert line == f"jax 0.11 would use: GPU 1 NVIDIA L40S 45 GB; skips 1 x Tesla K80 (GPU 0): {k80.uuid}"
+    monkeypatch.setattr(cuda_driver, "view", lambda: shown)
+    monkeypatch.setattr(gpu_gate, "recorded", lambda: {"chosen": "gpu"})
+    facts = backends.facts("jax")  # jax here lists the CPU alone: both boards are ones it does not list
+    assert [g["uuid"] for g in facts["gpus_skipped"]] == [k80.uuid, L40S.uuid]

@@ -76,8 +76,12 @@ def test_its_onnx_export_is_timed_on_the_runtimes_that_read_onnx(files, tmp_path
     assert result.returncode == 0, result.stderr
     record = _record(out)
     assert record["notes"]["reference_runtime"] == "onnxruntime"
+    # a CPU run whatever the host's GPUs: said first, and in the record
+    assert f"infer --model {files / 'pets.onnx'}: on the CPU (onnxruntime's CPU provider is the reference)" in result.stderr
+    choice = record["env"]["device_choice"]
+    assert choice["chosen"] == "cpu" and choice["why"].startswith("an ONNX file: onnxruntime (the reference)")
     rows = _rows(record)
-    assert rows["onnxruntime"]["status"] == "ok"  # OpenVINO reading an ONNX file: the NCHW test below
+    assert rows["onnxruntime"]["status"] == "ok" and rows["onnxruntime"]["device"] == "CPU"  # OpenVINO reading an ONNX file: the NCHW test below
     # LoadGen as `infer RUN_DIR` runs it: its accuracy log scored as the probe's outputs were
     tests = {entry["runtime"]: entry for entry in record["inference"]["scenarios"]}
     assert set(tests) == {"onnxruntime"}

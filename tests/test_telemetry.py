@@ -158,6 +158,38 @@ def test_nvml_reads_only_the_boards_the_run_uses_by_the_drivers_uuid():
     assert two.processes() == []  # pid 1 runs on board 1, which this run does not use
 
 
+def test_a_mig_instance_is_read_on_its_parent_board_and_said_so():
+    """A run on a MIG instance of board 1 (MIG mode on boards 1 and 3): NVML has no power or clocks per instance,
+    so the parent board is read, and the facts name the instance and say so."""
+    instance = "MIG-11111111-2222-3333-4444-555555555555"
+    migs = {1: [instance, "MIG-99999999-0000-0000-0000-000000000000"], 3: []}
+    nvml = _fake_nvml()
+    nvml.nvmlDeviceGetMigMode = lambda h: [int(h in migs), int(h in migs)]
+    nvml.nvmlDeviceGetMaxMigDeviceCount = lambda h: 7
+    nvml.nvmlDeviceGetMigDeviceHandleByIndex = lambda h, slot: (h, migs[h][slot])
+    nvml.nvmlDeviceGetUUID = lambda h: (h[1] if isinstance(h, tuple) else BOARDS[h][0]).encode()
+    source, why = nvml_source(nvml, used=[_gpu(0, instance)], environ={})
+    assert why == "" and [b["uuid"] for b in source.facts["boards"]] == [BOARDS[1][0]]
+    assert source.facts["mig_instances"] == [instance] and "parent boards'" in source.facts["mig_note"]
+    assert source.read()["power_w"] == 200.0
+
+
+def test_a_framework_gpu_is_placed_on_its_board_by_name_and_a_skipped_board_is_named(monkeypatch):
+    """TensorFlow skips a board below its compute capability: its GPU:0 and GPU:1 are CUDA devices 1 and 2 here,
+    not 0 and 1, and the K80 is the board it skipped."""
+    from l40sbench.backends import cuda_driver
+    from l40sbench.backends.cuda_driver import CudaDevice, place
+
+    shown = (CudaDevice(0, BOARDS[0][0], "Tesla K80", 11441.0), CudaDevice(1, BOARDS[1][0], "NVIDIA L40S", 46068.0),
+             CudaDevice(2, BOARDS[2][0], "NVIDIA L40S", 46068.0))
+    monkeypatch.setattr(cuda_driver, "devices", lambda: shown)
+    placed, skipped = place(["NVIDIA L40S", "NVIDIA L40S"])
+    assert [d.ordinal for d in placed] == [1, 2] and skipped == [shown[0]]
+    device = cuda_driver.gpu_device(placed[0], 0, "/physical_device:GPU:0", "NVIDIA L40S")
+    assert (device.index, device.uuid) == (1, BOARDS[1][0])
+    assert place(["NVIDIA H100"])[0] == [shown[0]]  # a name the driver does not give: the next ordinal
+
+
 @pytest.mark.parametrize("visible, order, expected", [
     ("3,1", None, [3, 1]),  # indices into CUDA's order: PCI order on a host of one model
     ("GPU-cccccccc", None, [2]),  # a UUID prefix, as CUDA takes it

@@ -98,4 +98,19 @@ def facts(name: str | None = None) -> dict:
     found = {"backend": name, "backend_version": load(name).version(), **choice}
     if name != "tensorflow":  # TensorFlow's own block (core.env) lists its physical devices
         found["devices"] = [{**d.to_dict(), "type": d.kind} for d in load(name).devices()]
+    if (recorded() or {}).get("chosen") == "gpu":
+        found["gpus_skipped"] = skipped_gpus(name)
     return found
+
+
+def skipped_gpus(name: str) -> list[dict]:
+    """The boards the driver shows that backend `name` does not list at all (TensorFlow skips a board below its
+    compute capability): named in the record and in env, since a figure's device is matched by UUID."""
+    from l40sbench.backends import cuda_driver
+
+    if name == "tensorflow":
+        from l40sbench.backends.tf_device import physical_gpus
+
+        return [vars(d) for d in physical_gpus()[1]]
+    seen = {d.uuid for d in load(name).devices()}
+    return [vars(d) for d in cuda_driver.devices() if d.uuid not in seen]

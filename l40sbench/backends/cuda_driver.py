@@ -268,18 +268,26 @@ def driver_version() -> str | None:
     return view().version
 
 
-def by_ordinal(ordinal: int) -> CudaDevice | None:
-    known = devices()
-    return known[ordinal] if 0 <= ordinal < len(known) else None
+def place(models) -> tuple[list[CudaDevice | None], list[CudaDevice]]:
+    """A framework's GPUs, by the product name each reports (TensorFlow's device details, jax's device_kind,
+    torch's device properties) in its own order, matched to the driver's devices; and the driver's devices
+    none matched: the boards the framework skipped (TensorFlow skips a board below its compute capability, so
+    its GPU:k need not be CUDA device k). A name the driver does not give falls back to the next ordinal."""
+    known, placed, at = list(devices()), [], 0
+    for model in models:
+        match = next((i for i in range(at, len(known)) if known[i].name == model), at)
+        placed.append(known[match] if match < len(known) else None)
+        at = match + 1
+    matched = {d.uuid for d in placed if d is not None}
+    return placed, [d for d in known if d.uuid not in matched]
 
 
-def gpu_device(ordinal: int, name: str, model: str | None = None):
-    """The device record of the GPU at CUDA `ordinal`, which the framework calls `name`: its UUID and memory
-    from the driver where it answers (a framework's own model name wins, the driver's stands in)."""
+def gpu_device(known: CudaDevice | None, index: int, name: str, model: str | None = None):
+    """The device record of a framework's GPU `name` (its `index`-th), on the driver's device `known` (place):
+    its CUDA ordinal, UUID and memory where the driver answers (a framework's own model name wins)."""
     from l40sbench.core.devices import GPU, Device
 
-    known = by_ordinal(ordinal)
-    return Device(GPU, name, ordinal, model or (known.name if known else "unknown GPU"),
+    return Device(GPU, name, known.ordinal if known else index, model or (known.name if known else "unknown GPU"),
                   uuid=known.uuid if known else None, memory_mb=known.memory_mb if known else None)
 
 

@@ -47,18 +47,15 @@ def devices() -> list[Device]:
     """The devices jax computes on, in its order: its GPUs (each with the driver's UUID), else the CPU's."""
     import jax
 
-    from l40sbench.backends.cuda_driver import gpu_device
+    from l40sbench.backends.cuda_driver import gpu_device, place
     from l40sbench.core.env import cpu_model
 
-    found = []
-    for d in jax.devices():
-        name = f"{d.platform}:{d.id}"
-        if d.platform in ("gpu", "cuda", "rocm"):
-            ordinal = getattr(d, "local_hardware_id", None)
-            found.append(gpu_device(d.id if ordinal is None else ordinal, name, d.device_kind))
-        else:
-            found.append(Device(d.platform.upper(), name, d.id, cpu_model()))
-    return found
+    every = jax.devices()
+    gpus = [d for d in every if d.platform in ("gpu", "cuda", "rocm")]
+    if gpus:
+        placed, _ = place([d.device_kind for d in gpus])
+        return [gpu_device(known, d.id, f"{d.platform}:{d.id}", d.device_kind) for d, known in zip(gpus, placed)]
+    return [Device(d.platform.upper(), f"{d.platform}:{d.id}", d.id, cpu_model()) for d in every]
 
 
 def _wait(*output: object) -> None:

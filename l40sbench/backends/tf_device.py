@@ -10,19 +10,30 @@ from l40sbench.core.devices import CPU, GPU, Device, kind_of
 from l40sbench.core.timing import Sync, no_sync, on_host
 
 
-def devices() -> list[Device]:
-    """The devices TensorFlow computes on: its visible GPUs (each with the driver's UUID; TensorFlow's physical
-    GPU:k is CUDA device k), else the CPU. Reads physical devices only: the runtime does not start."""
+def physical_gpus() -> tuple[list[Device], list]:
+    """TensorFlow's physical GPUs, each placed on the driver's board by name (cuda_driver.place), and the
+    driver's boards TensorFlow skipped."""
     import tensorflow as tf
 
-    from l40sbench.backends.cuda_driver import gpu_device
+    from l40sbench.backends.cuda_driver import gpu_device, place
+
+    found = tf.config.list_physical_devices("GPU")
+    models = [tf.config.experimental.get_device_details(g).get("device_name") for g in found]
+    placed, skipped = place(models) if found else ([], [])
+    return [gpu_device(known, k, g.name, model) for k, (g, model, known) in enumerate(zip(found, models, placed))], skipped
+
+
+def devices() -> list[Device]:
+    """The devices TensorFlow computes on: its visible GPUs (each on the driver's board, with its UUID), else
+    the CPU. Reads physical devices only: the runtime does not start."""
+    import tensorflow as tf
+
     from l40sbench.core.env import cpu_model
 
-    visible = tf.config.get_visible_devices("GPU")
+    visible = {g.name for g in tf.config.get_visible_devices("GPU")}
     if not visible:
         return [Device(CPU, "/physical_device:CPU:0", 0, cpu_model())]
-    return [gpu_device(int(g.name.rsplit(":", 1)[1]), g.name,
-                       tf.config.experimental.get_device_details(g).get("device_name")) for g in visible]
+    return [d for d in physical_gpus()[0] if d.name in visible]
 
 
 def used_by(names) -> tuple[Device, ...]:

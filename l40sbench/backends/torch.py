@@ -30,11 +30,13 @@ def devices() -> list[Device]:
     """The devices Keras puts tensors on: the CUDA GPUs (each with the driver's UUID), else the CPU."""
     import torch
 
-    from l40sbench.backends.cuda_driver import gpu_device
+    from l40sbench.backends.cuda_driver import gpu_device, place
     from l40sbench.core.env import cpu_model
 
     if torch.cuda.is_available():
-        return [gpu_device(i, f"cuda:{i}", torch.cuda.get_device_name(i)) for i in range(torch.cuda.device_count())]
+        models = [torch.cuda.get_device_properties(i).name for i in range(torch.cuda.device_count())]
+        placed, _ = place(models)
+        return [gpu_device(known, i, f"cuda:{i}", model) for i, (model, known) in enumerate(zip(models, placed))]
     return [Device(CPU, "cpu", 0, cpu_model())]
 
 

@@ -124,7 +124,7 @@ def _neighbours() -> dict:
     from l40sbench.backends.telemetry import source
     from l40sbench.core.neighbours import Watch
 
-    found, _ = source([cuda_driver.gpu_device(d.ordinal, f"cuda:{d.ordinal}") for d in cuda_driver.devices()])
+    found, _ = source([cuda_driver.gpu_device(d, d.ordinal, f"cuda:{d.ordinal}") for d in cuda_driver.devices()])
     watch = Watch(found.processes if found is not None else None)
     start = watch.snapshot(time.monotonic())
     time.sleep(NEIGHBOUR_WINDOW_SECONDS)
@@ -201,8 +201,10 @@ def would_use(name: str, block: dict, driver) -> str:
     view = block.get("gpu_view") or {}
     on_gpu = [d for d in block["devices"] if d["kind"] == "GPU"]
     if on_gpu:
+        skipped = [g for g in gpus if g["uuid"] not in {d.get("uuid") for d in on_gpu}]
         return f"{head} " + "; ".join(f"GPU {d['index']} {d['model']}" + (f" {d['memory_mb'] / 1024:.0f} GB" if
-                                      d.get("memory_mb") else "") for d in on_gpu)
+                                      d.get("memory_mb") else "") for d in on_gpu) + (
+            f"; skips {shown_text(skipped)}: {', '.join(g['uuid'] for g in skipped)}" if skipped else "")
     cpu = f"{head} the CPU ({block['devices'][0]['model']})" if block["devices"] else f"{head} the CPU"
     if not gpus:
         return f"{cpu}; the CUDA driver shows no GPU"
