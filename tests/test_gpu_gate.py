@@ -237,9 +237,11 @@ def test_a_good_answer_is_kept_per_venv_and_a_failure_is_asked_again(monkeypatch
     assert gpu_gate.ask("torch", shown) == ("9.9", View(1, None, "12.5.1"))
     assert gpu_gate.ask("torch", shown) == ("9.9", View(1, None, "12.5.1"))  # kept: no third probe
     assert started == ["torch", "torch"] and (tmp_path / gpu_gate.CHECK_FILE).is_file()
-    other = cuda_driver.DriverView(True, "13.0", (L40S,))  # another driver: asked again
-    with pytest.raises(StopIteration):
-        gpu_gate.ask("torch", other)
+    held = cuda_driver.DriverView(True, "12.8", (L40S,), ({"uuid": L40S.uuid, "processes": [{"pid": 7}]},))
+    other = cuda_driver.DriverView(True, "13.0", (L40S,))
+    for shown_now in (held, other):  # another process on the board, another driver: asked again
+        with pytest.raises(StopIteration):
+            gpu_gate.ask("torch", shown_now)
 
 
 def _cli(*args, env):

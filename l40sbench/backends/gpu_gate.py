@@ -167,14 +167,16 @@ def _check_key(backend: str, driver: cuda_driver.DriverView) -> str:
 
 def ask(backend: str, driver: cuda_driver.DriverView) -> tuple[str | None, View]:
     """The backend's version and View: kept from an earlier good answer in this venv for the same driver,
-    backend version and visible devices, else from a child (backends.probe): the framework is not loaded here."""
+    backend version and visible devices, else from a child (backends.probe): the framework is not loaded here.
+    Where NVML shows another process on a visible board, the kept answer is not trusted: the board may be busy
+    or full now, and only the backend's own check says so."""
     kept_file = Path(sys.prefix) / CHECK_FILE
     key = _check_key(backend, driver)
     try:
         kept = json.loads(kept_file.read_text())
     except (OSError, ValueError):
         kept = {}
-    if key in kept:
+    if key in kept and not any(_holders(driver, d.uuid) for d in driver.devices):
         return kept[key]["version"], View.from_dict(kept[key]["view"])
     got = answer(backend, start_probe(backend))
     if "error" in got:

@@ -201,7 +201,8 @@ def would_use(name: str, block: dict, driver) -> str:
     view = block.get("gpu_view") or {}
     on_gpu = [d for d in block["devices"] if d["kind"] == "GPU"]
     if on_gpu:
-        skipped = [g for g in gpus if g["uuid"] not in {d.get("uuid") for d in on_gpu}]
+        placed = {d.get("uuid") for d in on_gpu}  # a device without the driver's UUID cannot be placed: no claim
+        skipped = [g for g in gpus if g["uuid"] not in placed] if None not in placed else []
         return f"{head} " + "; ".join(f"GPU {d['index']} {d['model']}" + (f" {d['memory_mb'] / 1024:.0f} GB" if
                                       d.get("memory_mb") else "") for d in on_gpu) + (
             f"; skips {shown_text(skipped)}: {', '.join(g['uuid'] for g in skipped)}" if skipped else "")
