@@ -62,6 +62,7 @@ case "${L40SBENCH_BUILD:-auto}" in
       build="${held:-cpu}"
       echo "run.sh: the CUDA driver gave no answer within 10 s (a stuck driver?); $([ -n "$held" ] && echo "keeping the $held build this venv holds" || echo "installing the CPU build") (L40SBENCH_BUILD=gpu or cpu chooses)" >&2
       why="the CUDA driver gave no answer within 10 s"
+      export L40SBENCH_DRIVER_NO_ANSWER=1  # the command's own check takes this answer instead of waiting again
     elif [ "${shown:-0}" -gt 0 ] 2>/dev/null; then
       build=gpu; why="the CUDA driver shows $shown GPU(s)"
     elif [ "$held" = gpu ]; then

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 DRIVER_VARIABLE = "L40SBENCH_CUDA_DRIVER"
+NO_ANSWER_VARIABLE = "L40SBENCH_DRIVER_NO_ANSWER"  # run.sh sets it where its own query got no answer: not asked again
 VISIBLE_VARIABLE = "CUDA_VISIBLE_DEVICES"
 LIMIT_SECONDS = 10.0  # every driver and NVML query; an answering driver takes well under 1 s
+NO_ANSWER = f"the CUDA driver gave no answer within {LIMIT_SECONDS:.0f} s"
 MIG_MARK = " MIG "  # CUDA names a MIG instance "<board> MIG <profile>" ("NVIDIA H100 80GB HBM3 MIG 1g.10gb")
 
 
@@ -193,7 +195,7 @@ def _answer(child: subprocess.Popen, seconds: float) -> DriverView:
         out, err = child.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
         child.kill()
-        return DriverView(library=True, said=f"the CUDA driver gave no answer within {LIMIT_SECONDS:.0f} s")
+        return DriverView(library=True, said=NO_ANSWER)
     if child.returncode != 0 or not out.strip():
         return DriverView(library=True, said=f"asking the CUDA driver failed: "
                                              f"{(err.strip().splitlines() or ['no output'])[-1]}")
@@ -213,6 +215,8 @@ def view() -> DriverView:
     visible = os.environ.get(VISIBLE_VARIABLE)
     if visible == "":
         return DriverView(asked=False)
+    if os.environ.get(NO_ANSWER_VARIABLE):  # the same driver, a moment ago: one wait per command, not two
+        return DriverView(library=True, said=NO_ANSWER)
     return _asked(os.environ.get(DRIVER_VARIABLE), visible)
 
 

@@ -197,7 +197,8 @@ def would_use(name: str, block: dict, driver) -> str:
     if not block["installed"]:
         return f"{name}: not installed"
     if "error" in block:
-        return f"{head} unknown: asking it failed: {block['error']}"
+        error = block["error"]
+        return f"{head} unknown: {error if error.startswith('not asked') else 'asking it failed: ' + error}"
     view = block.get("gpu_view") or {}
     on_gpu = [d for d in block["devices"] if d["kind"] == "GPU"]
     if on_gpu:
