@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
+from benchmarks.gpu_refusal import standin_driver  # noqa: E402
 
 
 def _seconds(call, rounds: int) -> dict:
@@ -47,17 +47,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="runs of each figure (default: 5)")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "gpu_check_cost.json")
     args = parser.parse_args()
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        print("gpu_check_cost: no C compiler for the stand-in driver", file=sys.stderr)
-        return 2
     from l40sbench.backends import cuda_driver, gpu_gate
     from l40sbench.core.env import fingerprint
 
     with tempfile.TemporaryDirectory() as work:
-        driver = Path(work) / "libcuda-standin.so"
-        subprocess.run([compiler, "-shared", "-fPIC", "-o", str(driver), str(REPO / "tests/standin/libcuda.c")],
-                       check=True)
+        driver = standin_driver(Path(work))
+        if driver is None:
+            print("gpu_check_cost: no C compiler for the stand-in driver", file=sys.stderr)
+            return 2
         env = {"L40SBENCH_CUDA_DRIVER": str(driver), "TF_CPP_MIN_LOG_LEVEL": "2"}
         before = host_matmul_gflops()
         figures = {}

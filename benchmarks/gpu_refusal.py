@@ -35,18 +35,25 @@ COMMANDS = {
 }
 
 
+def standin_driver(folder: Path) -> Path | None:
+    """The stand-in CUDA driver (tests/standin/libcuda.c) built into `folder`; None without a C compiler."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    driver = folder / "libcuda-standin.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(driver), str(REPO / "tests/standin/libcuda.c")], check=True)
+    return driver
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="runs of each command (default: 2)")
     args = parser.parse_args()
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        print("gpu_refusal: no C compiler for the stand-in driver", file=sys.stderr)
-        return 2
     with tempfile.TemporaryDirectory() as work:
-        driver = Path(work) / "libcuda-standin.so"
-        subprocess.run([compiler, "-shared", "-fPIC", "-o", str(driver), str(REPO / "tests/standin/libcuda.c")],
-                       check=True)
+        driver = standin_driver(Path(work))
+        if driver is None:
+            print("gpu_refusal: no C compiler for the stand-in driver", file=sys.stderr)
+            return 2
         env = {**os.environ, "L40SBENCH_CUDA_DRIVER": str(driver), "TF_CPP_MIN_LOG_LEVEL": "2"}
         env.pop("L40SBENCH_DEVICE_CHOICE", None)
         before = host_matmul_gflops()
