@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 DRIVER_VARIABLE = "L40SBENCH_CUDA_DRIVER"
@@ -61,7 +61,6 @@ class DriverView:
     boards: tuple[dict, ...] = ()
     nvml_driver: str | None = None
     said: str | None = None
-    asked: bool = field(default=True, compare=False)
 
     @property
     def answered(self) -> bool:
@@ -204,8 +203,11 @@ def _answer(child: subprocess.Popen, seconds: float) -> DriverView:
 
 @lru_cache(maxsize=8)
 def _asked(library: str | None, visible: str | None) -> DriverView:
-    del library  # the cache's key: the driver's library and the visible devices decide the answer
-    return _answer(_start(dict(os.environ)), LIMIT_SECONDS)
+    """The child's answer with CUDA_VISIBLE_DEVICES set to `visible` (None: unset), the driver's `library`
+    named as now (the cache's key: these two decide the answer)."""
+    del library
+    environ = {k: v for k, v in os.environ.items() if k != VISIBLE_VARIABLE}
+    return _answer(_start(environ if visible is None else {**environ, VISIBLE_VARIABLE: visible}), LIMIT_SECONDS)
 
 
 def view() -> DriverView:
@@ -214,29 +216,23 @@ def view() -> DriverView:
     seen, and the driver is not asked at all."""
     visible = os.environ.get(VISIBLE_VARIABLE)
     if visible == "":
-        return DriverView(asked=False)
+        return DriverView()
     if os.environ.get(NO_ANSWER_VARIABLE):  # the same driver, a moment ago: one wait per command, not two
         return DriverView(library=True, said=NO_ANSWER)
     return _asked(os.environ.get(DRIVER_VARIABLE), visible)
 
 
-@lru_cache(maxsize=8)
-def _host_asked(library: str | None) -> DriverView:
-    del library
-    return _answer(_start({k: v for k, v in os.environ.items() if k != VISIBLE_VARIABLE}), LIMIT_SECONDS)
-
-
 def host_view() -> DriverView:
-    """What the driver shows with CUDA_VISIBLE_DEVICES unset: every GPU of the host (view() where it is unset)."""
-    if VISIBLE_VARIABLE not in os.environ:
+    """What the driver shows with CUDA_VISIBLE_DEVICES unset: every GPU of the host (view()'s own answer where
+    it is unset)."""
+    if os.environ.get(NO_ANSWER_VARIABLE):
         return view()
-    return _host_asked(os.environ.get(DRIVER_VARIABLE))
+    return _asked(os.environ.get(DRIVER_VARIABLE), None)
 
 
 def forget() -> None:
     """Asks the driver afresh next time (tests, which change the stand-in driver's answer)."""
     _asked.cache_clear()
-    _host_asked.cache_clear()
 
 
 def within(seconds: float, call, *args):
