@@ -99,6 +99,17 @@ def devices():
     return tf_devices()
 
 
+def peak_memory_mb(kind: str, names: list[str] | None = None) -> float | None:
+    """The most TensorFlow's allocator held on any one GPU (of `names`, else every visible one); None on the
+    CPU, where it keeps no count."""
+    import tensorflow as tf
+
+    if kind != "GPU":
+        return None
+    names = names or [d.name for d in tf.config.list_logical_devices("GPU")]
+    return max(tf.config.experimental.get_memory_info(name.split("device:")[-1])["peak"] for name in names) / 2**20
+
+
 def peak_context(kind: str) -> dict:
     """What a kept peak must share with this run (tf32_enabled says which peak float32 runs are divided by on
     a GPU; intra_op_threads 0 is TensorFlow's default, one thread per core)."""

@@ -89,10 +89,24 @@ def _machine(peak_file: Path, backend: str):
                             f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     peak = json.loads(backend_file(peak_file, backend).read_text())
     gpu = peak.get("device_kind") == "GPU"
-    machine = Machine(peak["matmul"]["float32"]["gflops"], gpu, max(1, len(cuda_driver.devices())) if gpu else 1)
+    machine = Machine(peak["matmul"]["float32"]["gflops"], gpu, max(1, len(cuda_driver.devices())) if gpu else 1,
+                      _room(gpu))
     kept = os.environ.get(PEAK_FILE_VARIABLE)
     return machine, (f"the estimates rest on {peak.get('device') or peak.get('device_kind')}, float32 matmul "
                      f"{machine.peak_gflops:.0f} GFLOP/s ({'kept in ' + kept if kept else 'measured now'})")
+
+
+def _room(gpu: bool):
+    """The memory one step may use: the smallest GPU's (a step runs on one), else the host's RAM available now."""
+    from l40sbench.backends import cuda_driver
+    from l40sbench.core.memory import host_available_mb
+    from l40sbench.study.memory import Room
+
+    boards = cuda_driver.devices()
+    if gpu and boards:
+        board = min(boards, key=lambda d: d.memory_mb)
+        return Room(board.memory_mb, f"the GPU's {board.memory_mb / 1024:.1f} GB ({board.name})")
+    return Room(*host_available_mb())
 
 
 def _plan_lines(plan) -> list[str]:
@@ -102,8 +116,12 @@ def _plan_lines(plan) -> list[str]:
              f"{duration(plan.total_s)} in all (estimates: docs/study.md)"]
     for i, step in enumerate(plan.steps):
         lines.append(f"  {i + 1}. {step.name:<34} {duration(step.estimate_s):>8}  l40sbench {' '.join(step.argv)}"
-                     + (f"  [{step.cut}]" if step.cut else ""))
+                     + "".join(f"  [{note}]" for note in (step.cut, step.memory) if note))
     lines += [f"  budget cut: {cut}" for cut in plan.cuts]
+    left_out = [step.name for step in plan.steps if not step.fits]
+    if left_out:
+        lines.append(f"  out of memory: {', '.join(left_out)} will not start (the total leaves "
+                     f"{'them' if len(left_out) > 1 else 'it'} out; its line offers a batch to run on its own)")
     return lines
 
 

@@ -224,6 +224,8 @@ class RunResult:
     telemetry: dict = field(default_factory=dict)
     # from the command's start to the first training step, and its parts: billed on a rented machine too
     time_to_first_step: dict = field(default_factory=dict)
+    # the run's peak memory so far, in core.memory's convention: peak_mb and what it counts
+    memory: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

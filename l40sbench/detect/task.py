@@ -173,7 +173,9 @@ class DetectTask:
         model_info = {
             "name": spec.name, "architecture": spec.architecture, "model_garden_experiment": spec.experiment,
             "input_size": config.image_size, "num_classes": len(classes) + 1, "classes": list(classes),
-            "parameters": int(sum(np.prod(w.shape) for w in model.weights)), "steps_per_epoch": steps_per_epoch,
+            "parameters": int(sum(np.prod(w.shape) for w in model.weights)),
+            "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
+            "steps_per_epoch": steps_per_epoch,
             # What --precision did: the dtypes the layers run in and keep weights in, and float16's loss scaling.
             "compute_dtype": model.compute_dtype, "variable_dtype": model.variable_dtype,
             "loss_scaling": type(optimizer).__name__ == "LossScaleOptimizer",

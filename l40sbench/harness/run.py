@@ -12,6 +12,7 @@ import numpy as np
 
 from l40sbench.backends.telemetry import source as telemetry_source
 from l40sbench.core import env as env_mod
+from l40sbench.core import memory
 from l40sbench.core.devices import kind_of
 from l40sbench.core.phases import Phases
 from l40sbench.core.results import RunResult, TrainResult
@@ -147,6 +148,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
             devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases, kind, env["peak"]),
             telemetry=phases.record(), time_to_first_step=startup.block,
+            memory=memory.block(kernels.peak_memory_mb(kind) or memory.host_peak_mb(), kind),
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from l40sbench.errors import UserError
+from l40sbench.study import memory
 
 STUDIES = ("l40s", "leadergpu")
 ARTICLE_EPOCHS = {"classify": 10, "detect": 200}
@@ -65,6 +66,14 @@ class Step:
     estimate_s: float
     epochs: int | None = None
     cut: str = ""
+    peak_mb: float | None = None  # its estimated peak memory (study.memory), where the plan knows the device's
+    memory: str = ""  # what the plan says of its memory: "" where it fits with room, else tight or will not fit
+    fits: bool = True  # False: the study does not start it (it would run out of memory)
+
+    @property
+    def planned_s(self) -> float:
+        """The seconds it adds to the plan: its estimate, or none for a step that will not start."""
+        return self.estimate_s if self.fits else 0.0
 
 
 @dataclass(frozen=True)
@@ -76,17 +85,18 @@ class Plan:
 
     @property
     def total_s(self) -> float:
-        return sum(step.estimate_s for step in self.steps)
+        return _planned(self.steps)
 
     def to_dict(self) -> dict:
         return {"study": self.study, "quick": self.quick, "cuts": list(self.cuts), "total_s": self.total_s,
                 "steps": [{"name": s.name, "task": s.task, "argv": list(s.argv), "estimate_s": s.estimate_s,
-                           "epochs": s.epochs, "cut": s.cut} for s in self.steps]}
+                           "epochs": s.epochs, "cut": s.cut, "peak_mb": s.peak_mb, "memory": s.memory,
+                           "fits": s.fits} for s in self.steps]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Plan:
-        steps = tuple(Step(s["name"], s["task"], tuple(s["argv"]), s["estimate_s"], s["epochs"], s["cut"])
-                      for s in data["steps"])
+        steps = tuple(Step(s["name"], s["task"], tuple(s["argv"]), s["estimate_s"], s["epochs"], s["cut"],
+                           s.get("peak_mb"), s.get("memory", ""), s.get("fits", True)) for s in data["steps"])
         return cls(data["study"], steps, data["quick"], tuple(data["cuts"]))
 
     def with_flags(self, *flags: str) -> Plan:
@@ -104,11 +114,25 @@ class Plan:
 
 @dataclass(frozen=True)
 class Machine:
-    """What the estimates read: the float32 peak (GFLOP/s) and the devices a sweep may spread over."""
+    """What the estimates read: the float32 peak (GFLOP/s), the devices a sweep may spread over, and the memory
+    a step may use (None: not known, no step is judged)."""
 
     peak_gflops: float
     gpu: bool
     devices: int = 1
+    room: memory.Room | None = None
+
+
+def _planned(steps) -> float:
+    return sum(step.planned_s for step in steps)
+
+
+def _judged(step: Step, model: str, batch: int, size: int, images: int, machine: Machine) -> Step:
+    """The step with its estimated peak memory against the machine's room, where both are known."""
+    if machine.room is None or model not in memory.constants()["models"]:
+        return step
+    peak, said, fits = memory.judge(model, batch, size, images, machine.gpu, machine.room)
+    return replace(step, peak_mb=round(peak, 1), memory=said, fits=fits)
 
 
 def _work_seconds(model: str, task: str, train_images: int, test_images: int, epochs: int, scale: float,
@@ -122,13 +146,14 @@ def _classify_step(base: str, quick: bool, data: str | None, machine: Machine, e
     size = QUICK_CLASSIFY[base] if quick else CLASSIFY[base]
     epochs = epochs or (QUICK["classify"]["epochs"] if quick else ARTICLE_EPOCHS["classify"])
     train, test = (QUICK["classify"]["limit"],) * 2 if quick else STANDIN_IMAGES["classify"]
-    argv = ["classify", "--base", base, "--image-size", str(size), "--epochs", str(epochs),
-            "--batch-size", str(QUICK["classify"]["batch"] if quick else 16)]
+    batch = QUICK["classify"]["batch"] if quick else 16
+    argv = ["classify", "--base", base, "--image-size", str(size), "--epochs", str(epochs), "--batch-size", str(batch)]
     argv += ["--limit", str(QUICK["classify"]["limit"]), "--weights", "none"] if quick else []
     argv += ["--data", data] if data else []
     scale = (size / CLASSIFY[base]) ** 2
     estimate = STARTUP_SECONDS["classify"] + _work_seconds(base, "classify", train, test, epochs, scale, machine)
-    return Step(f"classify-{base}", "classify", tuple(argv), estimate, epochs)
+    return _judged(Step(f"classify-{base}", "classify", tuple(argv), estimate, epochs), base, batch, size,
+                   train + test, machine)
 
 
 def _detect_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
@@ -136,15 +161,16 @@ def _detect_step(base: str, quick: bool, data: str | None, machine: Machine, epo
     if epochs is None:
         epochs = QUICK["detect"]["epochs"] if quick else (ARTICLE_EPOCHS["detect"] if machine.gpu else 1)
     train, test = (QUICK["detect"]["limit"],) * 2 if quick else STANDIN_IMAGES["detect"]
-    argv = ["detect", "--base", base, "--image-size", str(size), "--epochs", str(epochs),
-            "--batch-size", str(QUICK["detect"]["batch"] if quick else 16)]
+    batch = QUICK["detect"]["batch"] if quick else 16
+    argv = ["detect", "--base", base, "--image-size", str(size), "--epochs", str(epochs), "--batch-size", str(batch)]
     argv += ["--limit", str(QUICK["detect"]["limit"])] if quick else []
     argv += ["--data", data] if data else []
     scale = (size / DETECT_SIZE) ** 2
     estimate = STARTUP_SECONDS["detect"] + _work_seconds(base, "detect", train, test, epochs, scale, machine)
     cut = "" if epochs == ARTICLE_EPOCHS["detect"] else (
         f"{epochs} of the study's {ARTICLE_EPOCHS['detect']} epochs: its 200-epoch time is projected from them")
-    return Step(f"detect-{base}", "detect", tuple(argv), estimate, epochs, cut)
+    return _judged(Step(f"detect-{base}", "detect", tuple(argv), estimate, epochs, cut), base, batch, size,
+                   train + test, machine)
 
 
 def _sweep_step(quick: bool, machine: Machine, steps: int | None = None,
@@ -229,9 +255,9 @@ def fit(plan: Plan, budget_s: float, machine: Machine) -> Plan:
             _cut_sweep(steps, budget_s, machine, cuts)
             continue
         for i, step in enumerate(steps):
-            if step.task != task or (step.epochs or 0) <= floor:
+            if step.task != task or (step.epochs or 0) <= floor or not step.fits:
                 continue
-            over = sum(s.estimate_s for s in steps) - budget_s
+            over = _planned(steps) - budget_s
             if over <= 0:
                 break
             per_epoch = (step.estimate_s - _rebuilt(step, 1, machine).estimate_s) / max(step.epochs - 1, 1)
@@ -247,7 +273,7 @@ def _cut_sweep(steps: list[Step], budget_s: float, machine: Machine, cuts: list[
             continue
         sizes = step.argv[step.argv.index("--batch-sizes") + 1].split(",")
         for keep in range(len(sizes), 0, -1):
-            if sum(s.estimate_s for s in steps) <= budget_s:
+            if _planned(steps) <= budget_s:
                 return
             steps[i] = _sweep_cut(step, machine, keep)
             cuts.append(f"{step.name}: {steps[i].cut}")

@@ -52,7 +52,7 @@ def what_fits(plan: plans.Plan, machine: plans.Machine, budget_s: float, *, quic
             return f"--quick fits (about {plans.duration(small.total_s)})"
     names, used = [], 0.0
     for step in plans.smallest(plan, machine).steps:
-        if used + step.estimate_s <= budget_s:
+        if step.fits and used + step.estimate_s <= budget_s:
             names.append(step.name)
             used += step.estimate_s
     return (f"--only {','.join(names)} fits at its least (about {plans.duration(used)})" if names

@@ -94,7 +94,7 @@ def pace(plan: Plan, outcomes: list[Outcome]) -> float:
 
 def eta_seconds(plan: Plan, outcomes: list[Outcome], index: int) -> float:
     """The rest of the plan from step `index` on, its estimates scaled by pace()."""
-    return pace(plan, outcomes) * sum(step.estimate_s for step in plan.steps[index:])
+    return pace(plan, outcomes) * sum(step.planned_s for step in plan.steps[index:])
 
 
 def run_plan(plan: Plan, root: Path, state: dict, log: Callable[[str], None],
@@ -113,6 +113,10 @@ def run_plan(plan: Plan, root: Path, state: dict, log: Callable[[str], None],
         if finished(folder):
             outcomes.append(Outcome(step.name, "done earlier", None))
             log(f"{prefix}: done earlier ({folder.name}), kept")
+        elif not step.fits:
+            reason = f"not started: {step.memory}"
+            outcomes.append(Outcome(step.name, "skipped", None, reason))
+            log(f"{prefix}: {reason}")
         elif left is not None and expected > left:
             reason = (f"not started: its estimate ({duration(expected)}) would cross the deadline "
                       f"({duration(max(left, 0.0))} left)")

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
 
 from l40sbench.core.child import first_line
 from l40sbench.core.devices import Device, kind_of
+from l40sbench.core.memory import PEAK_MEMORY, host_peak_mb
 from l40sbench.core.results import Row
 from l40sbench.synthetic.job import Job, failed_row, flops_per_image, window_steps
 
@@ -106,20 +106,6 @@ def build_step(strategy, model, job: Job, global_batch: int):
     return step
 
 
-# One convention on every backend: the most any one device held (what an out-of-memory is about), or on a CPU
-# the process's peak resident set.
-PEAK_MEMORY = "the most any one device held at once (GPU: its allocator's peak; CPU: the process's peak resident set)"
-
-
-def _peak_memory_mb(device_kind: str, devices: list[str]) -> float:
-    import tensorflow as tf
-
-    if device_kind == "GPU":
-        return max(tf.config.experimental.get_memory_info(name.split("device:")[-1])["peak"]
-                   for name in devices) / 2**20
-    return _host_peak_mb()
-
-
 def _timed_row(job: Job, step, sync, *, gflops: float | None, replicas: int, workers: int, used: Sequence[Device],
                peak_memory_mb: Callable[[], float | None], started: float, compiled: str,
                flop_counter: str | None = None) -> Row:
@@ -187,12 +173,8 @@ def measure_keras3(job: Job) -> Row:
     used = kernels.devices()[:replicas]
     kind = kind_of(used)
     return _timed_row(job, step, kernels.sync(), gflops=gflops, replicas=replicas, workers=1, used=used,
-                      peak_memory_mb=lambda: kernels.peak_memory_mb(kind) or _host_peak_mb(), started=time.perf_counter(),
+                      peak_memory_mb=lambda: kernels.peak_memory_mb(kind) or host_peak_mb(), started=time.perf_counter(),
                       compiled=kernels.SWEEP_STEP, flop_counter=counter)
-
-
-def _host_peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def measure(job: Job) -> Row:
@@ -209,6 +191,7 @@ def measure(job: Job) -> Row:
     # Devices are configured before any strategy starts TensorFlow's runtime.
     kind = configure_devices(job.devices, job.settings.memory_limit_gb, multi_worker)
 
+    from l40sbench.backends import tensorflow as tf_kernels
     from l40sbench.backends.tf_device import device_sync, used_by
     from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.settings import keras_policy
@@ -228,7 +211,7 @@ def measure(job: Job) -> Row:
         gflops = job.gflops_per_image if job.gflops_per_image is not None else forward_gflops(model, spec.size)
         step = build_step(strategy, model, job, job.per_device_batch * replicas)
     return _timed_row(job, step, device_sync(), gflops=gflops, replicas=replicas, workers=workers, used=used_by(names),
-                      peak_memory_mb=lambda: _peak_memory_mb(kind, names), started=time.perf_counter(),
+                      peak_memory_mb=lambda: tf_kernels.peak_memory_mb(kind, names) or host_peak_mb(), started=time.perf_counter(),
                       compiled=f"tf.function under {type(strategy).__name__}" + (", XLA" if job.settings.xla else ""))
 
 
