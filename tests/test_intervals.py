@@ -7,8 +7,9 @@ from l40sbench.core.intervals import (
     MIN_SAMPLES,
     interval,
     percentile,
-    ratio_interval,
+    ratio_test,
     spread_text,
+    too_few,
 )
 
 
@@ -49,14 +50,40 @@ def test_spread_text_shows_the_half_width():
     assert text.startswith("10.0 s ± ") and text.endswith("% (n 5)")
 
 
-def test_ratio_interval_brackets_a_known_ratio():
+def test_the_ratio_test_brackets_a_known_ratio():
     rng = np.random.default_rng(3)
     base = rng.normal(10.0, 0.5, 50)
-    low, high = ratio_interval(base, base * 2.0)
-    assert low < 2.0 < high and high - low < 0.2
-    assert ratio_interval(base, base[:2]) is None
-    low, high = ratio_interval(base, rng.normal(10.0, 0.5, 50))
-    assert low < 1.0 < high
+    found = ratio_test(base, base * 2.0)
+    assert found.low < 2.0 < found.high and found.high - found.low < 0.2
+    assert ratio_test(base, base[:2]) is None
+    found = ratio_test(base, rng.normal(10.0, 0.5, 50))
+    assert found.low < 1.0 < found.high
+    assert ratio_test([2.0] * 5, [3.0] * 5).p_within(1.4) == 0.0  # no spread: exact
+
+
+def ar1(rng, n: int, rho: float, mean: float = 10.0, sd: float = 0.5) -> np.ndarray:
+    """A stationary AR(1) series: each reading rho of the last plus fresh noise (a drifting latency)."""
+    x = np.empty(n)
+    x[0] = rng.normal(0, sd)
+    for i, noise in enumerate(rng.normal(0, sd * np.sqrt(1 - rho ** 2), n - 1), start=1):
+        x[i] = rho * x[i - 1] + noise
+    return mean + x
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median"])
+def test_serial_samples_of_equal_means_are_called_worse_about_as_often_as_the_one_sided_2_5_percent(statistic):
+    """AR(1) at rho 0.7, n 100: resampled as independent, a 95 % test called 1 in 5 equal pairs worse."""
+    worse = sum(ratio_test(*(ar1(rng, 100, 0.7) for _ in range(2)), statistic).low > 1.0
+                for rng in (np.random.default_rng(seed) for seed in range(200)))
+    assert worse <= 10  # 5 %: twice the nominal 2.5 %, a margin for 200 pairs
+
+
+def test_a_p99_is_judged_only_with_enough_samples_beyond_it():
+    rng = np.random.default_rng(0)
+    assert too_few(rng.normal(10, 1, 300), "p99").startswith("a p99 of 300 effective samples (judged from 500")
+    assert too_few(rng.normal(10, 1, 600), "p99") == ""
+    assert too_few(ar1(rng, 600, 0.7), "p99") != ""  # serial: fewer effective samples
+    assert too_few([1.0, 2.0], "mean") == "n 2" and too_few([1.0], "median") == "one measurement"
 
 
 @pytest.mark.parametrize("n", [3, 9])

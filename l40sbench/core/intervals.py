@@ -20,6 +20,8 @@ Conventions, the same everywhere in the suite:
     BCA_MAX_N samples the percentile bootstrap (BCa's jackknife holds n x n values, and its correction
     fades as n grows).
   Every interval block records the lag-1 autocorrelation it judged by.
+- a ratio of two sides' statistics (compare) is ratio_test's: analytic on the log ratio, each side at its
+  effective sample size, so serial samples and Holm's small thresholds are both held.
 """
 
 from __future__ import annotations
@@ -186,30 +188,105 @@ def describe(samples: Sequence[float]) -> dict:
     return interval(samples).to_dict()
 
 
-def ratio_interval(baseline: Sequence[float], new: Sequence[float],
-                   statistic: str = "mean") -> tuple[float, float] | None:
-    """The 95 % interval of statistic(new) / statistic(baseline), each side resampled on its own; None
-    where either side has fewer than MIN_SAMPLES samples or the baseline's statistic is not positive."""
-    found = ratio_bootstrap(baseline, new, statistic)
-    return None if found is None else found[0]
+QUANTILES = {"median": 0.5, "p90": 0.9, "p99": 0.99}
+Z95 = 1.959963984540054
 
 
-def ratio_bootstrap(baseline: Sequence[float], new: Sequence[float],
-                    statistic: str = "mean") -> tuple[tuple[float, float], np.ndarray] | None:
-    """(ratio_interval's interval, the bootstrap distribution of the ratio it was read from); None where
-    ratio_interval gives none. A one-sided bootstrap p-value is a share of that distribution."""
+@dataclass(frozen=True)
+class RatioTest:
+    """statistic(new) / statistic(baseline), its 95 % interval, and the one-sided test of it against a bound.
+
+    Analytic, on the log of the ratio: each side's statistic has a standard error from its samples at their
+    effective size (serial samples, as interval() judges them: n (1 - r) / (1 + r) for a significant lag-1
+    autocorrelation r); the mean's from Student's t (Welch's degrees of freedom across the sides), a
+    percentile's from the order statistics around it (the binomial ranks at the effective n). The two relative
+    errors add in quadrature (the delta method). p-values are exact functions of the samples, so Holm's
+    thresholds over any number of figures are resolved (a bootstrap's p-values step by 1 / resamples)."""
+
+    ratio: float
+    low: float
+    high: float
+    log_se: float
+    degrees: float
+    method: str
+
+    def p_within(self, bound: float) -> float:
+        """The one-sided p-value of "the ratio lies beyond `bound`": P(ratio <= bound) under the estimate."""
+        from scipy.stats import t
+
+        if self.log_se == 0:
+            return 1.0 if self.ratio <= bound else 0.0
+        return float(t.cdf((math.log(bound) - math.log(self.ratio)) / self.log_se, self.degrees))
+
+
+def _serial_inflation(values: np.ndarray) -> float:
+    """(1 + r) / (1 - r) for a lag-1 autocorrelation r that interval() would call significant, else 1."""
+    r1 = lag1_autocorrelation(values)
+    n = values.size
+    if not (n >= SMALL_N and r1 is not None and 1.96 / math.sqrt(n) < r1 < 1):
+        return 1.0
+    r = min(r1 + (1 + 4 * r1) / n, 0.99)  # the estimate's own bias, about -(1 + 4 r) / n (Kendall)
+    return (1 + r) / (1 - r)
+
+
+def _relative_error(values: np.ndarray, statistic: str) -> tuple[float, float, float]:
+    """(the statistic, its standard error relative to it, the degrees of freedom) of one side."""
+    n, inflation = values.size, _serial_inflation(values)
+    value = float(STATISTICS[statistic](values, 0))
+    if statistic == "mean":
+        se = float(values.std(ddof=1)) * math.sqrt(inflation / n)
+        return value, se / value, max(n / inflation - 1, 1.0)
+    q, effective = QUANTILES[statistic], n / inflation
+    half = Z95 * math.sqrt(effective * q * (1 - q))
+    ordered = np.sort(values)
+
+    def at(rank: float) -> float:  # a rank among `effective` samples, mapped onto the n sorted ones
+        return float(ordered[min(n - 1, max(0, int(round(rank * n / effective))))])
+
+    se = (at(effective * q + half) - at(effective * q - half)) / (2 * Z95)
+    return value, se / value, math.inf
+
+
+TAIL_SAMPLES = 5  # a tail percentile is judged only with this many effective samples beyond it
+
+
+def too_few(samples: Sequence[float], statistic: str) -> str:
+    """Why ratio_test's interval of `statistic` would not hold for these samples ("" where it holds): fewer than
+    MIN_SAMPLES, or for a tail percentile (p90, p99) fewer than TAIL_SAMPLES effective samples beyond it (its
+    order statistics then fall off the end of the sample: a p99 of 100 independent samples called 25 % of
+    equal pairs worse)."""
+    values = _check(samples)
+    if values.size < MIN_SAMPLES:
+        return "one measurement" if values.size == 1 else f"n {values.size}"
+    q = QUANTILES.get(statistic)
+    if q is None or q == 0.5:  # the mean and the median hold from MIN_SAMPLES (Student's t, binomial ranks)
+        return ""
+    effective = values.size / _serial_inflation(values)
+    needed = math.ceil(TAIL_SAMPLES / (1 - q))
+    return "" if effective >= needed else (
+        f"a {statistic} of {effective:.0f} effective samples (judged from {needed}: {TAIL_SAMPLES} beyond it)")
+
+
+def ratio_test(baseline: Sequence[float], new: Sequence[float], statistic: str = "mean") -> RatioTest | None:
+    """RatioTest of statistic(new) / statistic(baseline); None where either side has fewer than MIN_SAMPLES
+    samples or a statistic is not positive."""
+    from scipy.stats import t
+
     base, other = _check(baseline), _check(new)
     if base.size < MIN_SAMPLES or other.size < MIN_SAMPLES:
         return None
-    stat = STATISTICS[statistic]
-    if stat(base, 0) <= 0:
+    (b, b_rel, b_df), (n, n_rel, n_df) = _relative_error(base, statistic), _relative_error(other, statistic)
+    if b <= 0 or n <= 0:
         return None
-    if np.ptp(base) == 0 and np.ptp(other) == 0:
-        ratio = float(stat(other, 0) / stat(base, 0))
-        return (ratio, ratio), np.array([ratio])
-    low, high, distribution = _bootstrap((base, other), lambda b, o, axis: stat(o, axis) / stat(b, axis),
-                                         with_distribution=True)
-    return (float(low), float(high)), np.asarray(distribution)
+    ratio = n / b
+    variance = b_rel ** 2 + n_rel ** 2
+    if variance == 0:
+        return RatioTest(ratio, ratio, ratio, 0.0, math.inf, "no spread: every sample equal")
+    degrees = variance ** 2 / (b_rel ** 4 / b_df + n_rel ** 4 / n_df) if math.isfinite(b_df + n_df) else math.inf
+    half = float(t.ppf(0.5 + CONFIDENCE / 2, degrees)) * math.sqrt(variance)
+    return RatioTest(ratio, ratio * math.exp(-half), ratio * math.exp(half), math.sqrt(variance), degrees,
+                     f"log-ratio, {'Welch t' if statistic == 'mean' else 'order statistics'} at each side's "
+                     "effective sample size")
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -223,7 +300,7 @@ def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
     return rejected
 
 
-def _bootstrap(data: tuple, statistic, method: str = "percentile", with_distribution: bool = False) -> tuple:
+def _bootstrap(data: tuple, statistic, method: str = "percentile") -> tuple:
     """SciPy's bootstrap interval; BCa falls back to the percentile one where its correction is undefined
     (samples with few distinct values)."""
     import warnings
@@ -236,8 +313,8 @@ def _bootstrap(data: tuple, statistic, method: str = "percentile", with_distribu
                            vectorized=True, paired=False, rng=np.random.default_rng(SEED))
     low, high = result.confidence_interval.low, result.confidence_interval.high
     if method != "percentile" and not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-        return _bootstrap(data, statistic, with_distribution=with_distribution)
-    return (low, high, result.bootstrap_distribution) if with_distribution else (low, high)
+        return _bootstrap(data, statistic)
+    return low, high
 
 
 def spread_text(values: dict | None, unit: str = "", digits: int = 3) -> str:

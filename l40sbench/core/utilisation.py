@@ -11,6 +11,9 @@ SOURCE_FILE = "read from"
 RUN_PRECISION_PEAK = {"fp32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
 
+FALLBACK = "float32 (no "  # how peak_for's name starts where a precision has no peak of its own
+
+
 def peak_for(peak: dict | None, run_precision: str) -> tuple[str | None, float | None]:
     """(name of the peak, its GFLOP/s per device) that a run in `run_precision` is divided by.
 
@@ -26,7 +29,7 @@ def peak_for(peak: dict | None, run_precision: str) -> tuple[str | None, float |
         wanted = "tf32"
     if wanted in matmul:
         return wanted, matmul[wanted]["gflops"]
-    return f"float32 (no {wanted} peak on this device)", matmul["float32"]["gflops"]
+    return f"{FALLBACK}{wanted} peak on this device)", matmul["float32"]["gflops"]
 
 
 def peak_over_devices(per_device_gflops: float | None, kind: str, devices: int) -> float | None:

@@ -97,6 +97,7 @@ def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, .
             save: Save, load, names: tuple[str, ...]) -> dict:
     """The rows of `runtimes` beside the reference row, then `load`'s LoadGen scenarios on the runtimes `names`
     asked for, merged into `record` (earlier rows of the same runtime replaced) and saved after each."""
+    from l40sbench.peak.host import with_cpu_peak
     from l40sbench.runtimes.measure import measure_runtimes
     from l40sbench.runtimes.registry import RUNTIMES
 
@@ -130,5 +131,6 @@ def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, .
                       score=work.score)
     call["complete"] = True
     final = updated()
+    final["env"] = with_cpu_peak(final.get("env") or {}, (row.get("device") for row in final["inference"]["runtimes"]))
     save(final)
     return final

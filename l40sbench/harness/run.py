@@ -26,6 +26,7 @@ from l40sbench.core.utilisation import run_utilisation
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
 from l40sbench.peak.burst import START_WARM_SECONDS, Guard, warm_target
+from l40sbench.peak.host import with_cpu_peak
 from l40sbench.peak.measure import measure_env
 
 
@@ -190,6 +191,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
         rows = measure_runtimes(resolve(config.runtimes), work, config.runtime_precision,
                                 config.output_dir / "runtimes", reference, log,
                                 lambda rows: save(record(True, probe, figures, rows).to_dict()))
+        env.update(with_cpu_peak(env, (row.device for row in rows)))  # CPU rows on a GPU run: the CPU's own peak
     guard.check("end")
     result = record(True, probe, figures, rows)
     save(result.to_dict())

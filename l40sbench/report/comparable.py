@@ -18,7 +18,9 @@ class Figure:
     """One figure of a row: its value, whether lower or higher is better, and the samples it is drawn from.
 
     `samples` None: none are known (judged on the value alone); `statistic` is which statistic of the samples
-    the figure is (core.intervals.STATISTICS); `inverse`: the figure is a rate over samples that are times.
+    the figure is (core.intervals.STATISTICS); `inverse`: the figure is a rate over samples that are times;
+    `governed`: the utilisation of the peak by the work the figure times (a machine's peak explains it only
+    from report.compare.GOVERNS on).
     """
 
     value: float | None
@@ -26,6 +28,7 @@ class Figure:
     samples: tuple[float, ...] | None = None
     statistic: str = "mean"
     inverse: bool = False
+    governed: float | None = None  # the share of its device's peak its work ran at (None: not known)
 
 
 @dataclass(frozen=True)
@@ -58,27 +61,56 @@ def _samples(values) -> tuple[float, ...] | None:
     return tuple(float(v) for v in values) if values else None
 
 
-def _record_facts(record: dict) -> dict:
-    """What every line of a record shares: its peak and its stability verdict."""
+def _bursts(stability: dict) -> tuple[float, ...]:
+    return tuple(float(rate) for b in (stability.get("speed") or {}).get("bursts") or ()
+                 for rate in (b.get("samples_gflops") or ([b["gflops"]] if b.get("gflops") else [])))
+
+
+def _record_device(record: dict) -> str:
+    """The device a record's own figures ran on: "GPU <model>", "GPU", "CPU", or "" unknown."""
     env = record.get("env") or {}
-    stability = record.get("stability") or {}
-    bursts = [rate for b in (stability.get("speed") or {}).get("bursts") or ()
-              for rate in (b.get("samples_gflops") or ([b["gflops"]] if b.get("gflops") else []))]
     gpus = gpu_models(env)
     kind = (env.get("peak") or {}).get("device_kind")
-    device = f"GPU {gpus[0]}" if gpus else ("GPU" if kind == "GPU" else "CPU" if kind or env.get("cpu") else "")
-    return {"peak": env.get("peak") if env.get("peak", {}).get("matmul") else None,
-            "burst_samples": tuple(float(rate) for rate in bursts),
-            "stability": stability.get("verdict", ""), "device": device}
+    return f"GPU {gpus[0]}" if gpus else ("GPU" if kind == "GPU" else "CPU" if kind or env.get("cpu") else "")
 
 
-def _latency_figures(inference: dict) -> dict:
+def _facts(record: dict, device: str = "") -> dict:
+    """What a row shares with its record: the peak and bursts of the device the row ran on, the run's stability
+    verdict, and that device. `device` "CPU" on a GPU record (a runtime served on the host's CPU) takes the
+    CPU's own peak (env.cpu_peak, its samples the bursts) where the record has it, else none: a GPU's peak
+    and bursts never stand for a CPU row, nor a CPU's for a GPU row."""
+    env, stability = record.get("env") or {}, record.get("stability") or {}
+    own = _record_device(record)
+    row_kind = device.split()[0] if device else ""
+    if device == "" or row_kind == own.split(" ")[0] or not own:
+        peak = env.get("peak") if (env.get("peak") or {}).get("matmul") else None
+        return {"peak": peak, "burst_samples": _bursts(stability), "stability": stability.get("verdict", ""),
+                "device": device if device and not own else own}
+    cpu = env.get("cpu_peak") if row_kind == "CPU" else None
+    samples = tuple(((cpu or {}).get("matmul") or {}).get("float32", {}).get("samples_gflops") or ())
+    return {"peak": cpu if (cpu or {}).get("matmul") else None, "burst_samples": samples,
+            "stability": stability.get("verdict", ""), "device": "CPU" if row_kind == "CPU" else own}
+
+
+def _share(record: dict, line_peak: dict | None, precision: str, images_per_second: float | None) -> float | None:
+    """The share of `line_peak` (of `precision`) that images_per_second forward passes of the record's model
+    reach; None where a count, a rate or the peak is missing."""
+    from l40sbench.core.utilisation import FALLBACK, peak_for
+
+    per_image = (record.get("utilisation") or {}).get("forward_gflops_per_image")
+    name, gflops = peak_for(line_peak, precision or "fp32")
+    if not (per_image and images_per_second and gflops) or name.startswith(FALLBACK):
+        return None
+    return per_image * images_per_second / gflops
+
+
+def _latency_figures(inference: dict, governed: float | None = None) -> dict:
     times = _samples(inference.get("times_ms"))
     return {
-        "inference ms/image": Figure(inference.get("mean_ms"), LOWER, times),
-        "p50 ms": Figure(inference.get("p50_ms"), LOWER, times, "median"),
-        "p99 ms": Figure(inference.get("p99_ms"), LOWER, times, "p99"),
-        "images/s": Figure(inference.get("images_per_second"), HIGHER, times, inverse=True),
+        "inference ms/image": Figure(inference.get("mean_ms"), LOWER, times, governed=governed),
+        "p50 ms": Figure(inference.get("p50_ms"), LOWER, times, "median", governed=governed),
+        "p99 ms": Figure(inference.get("p99_ms"), LOWER, times, "p99", governed=governed),
+        "images/s": Figure(inference.get("images_per_second"), HIGHER, times, inverse=True, governed=governed),
     }
 def _gpus(record: dict) -> int:
     return len(gpu_models(record.get("env") or {})) or 1
@@ -96,22 +128,26 @@ def lines(record: dict) -> list[Line]:
         for r in record.get("rows", ()):
             figures = {}
             if r.get("images_per_second"):
-                steps = _samples(r.get("step_ms"))
-                figures = {"images/s": Figure(r["images_per_second"], HIGHER, steps, inverse=True),
-                           "step ms": Figure(r.get("step_ms_mean"), LOWER, steps)}
+                steps, share = _samples(r.get("step_ms")), r.get("utilisation")
+                figures = {"images/s": Figure(r["images_per_second"], HIGHER, steps, inverse=True, governed=share),
+                           "step ms": Figure(r.get("step_ms_mean"), LOWER, steps, governed=share)}
             out.append(Line((f"synthetic-{r['mode']}", r["model"], r["per_device_batch"], r["devices"],
                              r.get("precision"), None, r.get("backend") or backend(record)), r["status"], figures,
-                            **_record_facts(record)))
+                            **_facts(record)))
         return out
     config, train, inference = record.get("config") or {}, record.get("train") or {}, record.get("inference") or {}
-    epochs = _samples(train.get("epoch_seconds"))
+    epochs, shares = _samples(train.get("epoch_seconds")), record.get("utilisation") or {}
     one = (lambda value: (value,) if value is not None else None) if epochs else (lambda value: None)
+    trained = shares.get("train")
     figures = {
-        "epoch s (wall / epochs)": Figure(wall_epoch_seconds(train), LOWER, one(wall_epoch_seconds(train))),
-        "epoch s (clock mean)": Figure(clock_epoch_seconds(train), LOWER, epochs),
-        "first epoch s": Figure(train.get("first_epoch_seconds"), LOWER, one(train.get("first_epoch_seconds"))),
-        "steady epoch s": Figure(train.get("steady_epoch_seconds"), LOWER, epochs[1:] if epochs else None),
-        **_latency_figures(inference),
+        "epoch s (wall / epochs)": Figure(wall_epoch_seconds(train), LOWER, one(wall_epoch_seconds(train)),
+                                          governed=trained),
+        "epoch s (clock mean)": Figure(clock_epoch_seconds(train), LOWER, epochs, governed=trained),
+        "first epoch s": Figure(train.get("first_epoch_seconds"), LOWER, one(train.get("first_epoch_seconds")),
+                                governed=trained),
+        "steady epoch s": Figure(train.get("steady_epoch_seconds"), LOWER, epochs[1:] if epochs else None,
+                                 governed=trained),
+        **_latency_figures(inference, shares.get("inference")),
     }
     for name, value in (record.get("accuracy") or {}).items():
         if isinstance(value, (int, float)):
@@ -119,7 +155,7 @@ def lines(record: dict) -> list[Line]:
     reference = _reference(record)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
            config.get("image_size"), backend(record)) if reference == "tf" else _runtime_key(record, reference, "fp32")
-    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures, **_record_facts(record)),
+    return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures, **_facts(record)),
             *_runtime_lines(record), *_scenario_lines(record)]
 
 
@@ -129,9 +165,16 @@ def _reference(record: dict) -> str:
 
 
 def _runtime_key(record: dict, runtime: str, precision: str) -> tuple:
+    """A runtime row's key: it serves one image at a time on one device of its own, whatever the host holds."""
     config = record.get("config") or {}
-    return (f"{record.get('task')} on {runtime}", record.get("base"), 1, _gpus(record), precision,
-            config.get("image_size"), backend(record))
+    return (f"{record.get('task')} on {runtime}", record.get("base"), 1, 1, precision, config.get("image_size"),
+            backend(record))
+
+
+def _row_device(record: dict, row: dict | None) -> str:
+    """The device a runtime row ran on, in Line.device's words ("" where the row does not say)."""
+    kind = (row or {}).get("device") or ""
+    return "CPU" if kind == "CPU" else (_record_device(record) if kind == "GPU" else "")
 
 
 def _runtime_lines(record: dict) -> list[Line]:
@@ -140,20 +183,25 @@ def _runtime_lines(record: dict) -> list[Line]:
     for row in (record.get("inference") or {}).get("runtimes") or ():
         if row["runtime"] == _reference(record):
             continue
-        figures = _latency_figures(row.get("inference") or {})
+        facts = _facts(record, _row_device(record, row))
+        inference = row.get("inference") or {}
+        figures = _latency_figures(inference, _share(record, facts["peak"], row.get("precision_requested"),
+                                                     inference.get("images_per_second")))
         for name in ("test_accuracy", "agreement_with_tf", "map_50_95", "map_50"):
             value = (row.get("accuracy") or {}).get(name)
             if isinstance(value, (int, float)):
                 figures[name] = Figure(value, ACCURACY)
         key = _runtime_key(record, row["runtime"], row.get("precision_requested"))
-        out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures, **_record_facts(record)))
+        out.append(Line(key, "ok" if row["status"] == "ok" else row["status"], figures, **facts))
     return out
 
 
 def _scenario_lines(record: dict) -> list[Line]:
     """One line per LoadGen test, matched on runtime, scenario and settings; VALID is its "ok"."""
     config, out = record.get("config") or {}, []
-    for entry in (record.get("inference") or {}).get("scenarios") or ():
+    inference = record.get("inference") or {}
+    served = {row["runtime"]: row for row in inference.get("runtimes") or ()}
+    for entry in inference.get("scenarios") or ():
         settings, latency = entry["settings"], entry.get("latency_ms") or {}
         chosen = [f"workers {settings.get('workers', 1)}"]
         if entry["scenario"] == "server":
@@ -163,13 +211,15 @@ def _scenario_lines(record: dict) -> list[Line]:
             chosen.append(f"{settings.get('samples_per_query')} per query")
         if entry.get("mode", "performance") != "performance":
             chosen.append(f"{entry['mode']} mode")
-        figures = {"samples/s": Figure(entry.get("samples_per_second"), HIGHER),
-                   "p50 ms": Figure(latency.get("p50"), LOWER), "p99 ms": Figure(latency.get("p99"), LOWER)}
+        facts = _facts(record, _row_device(record, served.get(entry["runtime"])))
+        share = _share(record, facts["peak"], entry.get("precision_requested"), entry.get("samples_per_second"))
+        figures = {"samples/s": Figure(entry.get("samples_per_second"), HIGHER, governed=share),
+                   "p50 ms": Figure(latency.get("p50"), LOWER, governed=share),
+                   "p99 ms": Figure(latency.get("p99"), LOWER, governed=share)}
         if entry.get("search"):
-            figures["max VALID qps"] = Figure(entry["search"]["max_valid_qps"], HIGHER)
+            figures["max VALID qps"] = Figure(entry["search"]["max_valid_qps"], HIGHER, governed=share)
         key = (f"{record.get('task')} {entry['scenario']} ({', '.join(chosen)}) on {entry['runtime']}",
-               record.get("base"), settings.get("batch", 1), _gpus(record), entry.get("precision_requested"),
+               record.get("base"), settings.get("batch", 1), 1, entry.get("precision_requested"),
                config.get("image_size"), backend(record))
-        out.append(Line(key, "ok" if entry["result"] == "VALID" else entry["result"], figures,
-                        **_record_facts(record)))
+        out.append(Line(key, "ok" if entry["result"] == "VALID" else entry["result"], figures, **facts))
     return out

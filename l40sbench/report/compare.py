@@ -11,21 +11,25 @@ image size, and the row's label says so (the same model on more pixels is more w
 
 Each timing, rate and accuracy figure of a matched pair gets its ratio new / baseline and a verdict (RULE):
 - a figure with samples behind it on both sides (epoch clocks, per-image times, sweep steps) gets the 95 %
-  interval of the ratio (core.intervals.ratio_interval: each side bootstrapped on its own); it regresses
-  only when the whole interval lies beyond the tolerance ("WORSE"); a ratio beyond the tolerance whose
-  interval reaches back into it is "within noise", as is one whose interval holds 1;
+  interval of the ratio (core.intervals.ratio_test: each side at its effective sample size, since these
+  samples are serial); it regresses only when the whole interval lies beyond the tolerance ("WORSE") and
+  Holm's method over every figure judged on samples keeps it; a ratio beyond the tolerance whose interval
+  reaches back into it is "within noise", as is one whose interval holds 1; a tail percentile with too few
+  samples beyond it (core.intervals.too_few) is shown, not judged;
 - a figure of one measurement (the first epoch, the wall time) is shown and not judged;
 - a figure with no samples on a side (the studies' references, LoadGen's summary, older records) is judged
   on its two values alone: a time regresses when new > baseline x (1 + tolerance), a rate when
   new < baseline / (1 + tolerance);
 - an accuracy regresses when it fell by more than the accuracy tolerance (in points: 2 means 0.02);
 - a configuration that ran in the baseline and failed in the new (out of memory, error, timeout) regresses.
-Every figure is judged as measured. Another machine (report.machines: separately measured peaks that
-differ, confirmed by the runs' own matmul bursts) may explain a WORSE figure: it becomes "explained by the
-machine" only if its interval (or value) divided by the machine's factor falls back within the tolerance;
-otherwise it stays WORSE (a machine 2x slower does not explain a latency 4.8x). With `raw` no figure is
-explained. Rows on different kinds of device or GPU models are not comparable: every figure is shown as
-measured and none judged. A row from a record the stability guard called unstable says so.
+Every figure is judged as measured. Each row carries the evidence of the device it ran on (report.comparable:
+a runtime on the host's CPU, the CPU's). Another machine (report.machines: separately measured peaks of the
+row's precision that differ, confirmed by the runs' own matmul bursts) may explain a WORSE figure whose work
+the peak governs (GOVERNS): it becomes "explained by the machine" only if its interval (or value) divided by
+the machine's factor falls back within the tolerance; otherwise it stays WORSE (a machine 2x slower does not
+explain a latency 4.8x). With `raw` no figure is explained. Rows on different kinds of device or GPU models
+are not comparable: every figure and status is shown as measured and none judged. A row from a record the
+stability guard called unstable says so.
 """
 
 from __future__ import annotations
@@ -37,11 +41,15 @@ from l40sbench.report import machines as machine_evidence
 from l40sbench.report.comparable import ACCURACY, KEY_FIELDS, LOWER, Figure, Line, lines
 
 IMAGE_SIZE = KEY_FIELDS.index("image size")
-RULE = ("a time or rate regresses when the 95 % bootstrap interval of new / baseline lies wholly beyond the "
+RULE = ("a time or rate regresses when the 95 % interval of new / baseline (serial samples at their effective "
+        "size) lies wholly beyond the "
         "tolerance and, over all the figures judged on samples, Holm's method keeps it (the chance of any false "
         "regression among them held to 2.5 %); figures without samples are judged on their two values")
 FAMILY_ALPHA = 0.025  # one-sided: a WORSE is the interval's lower end beyond the bound, 2.5 % per figure alone
 JUDGED, EXPLAINED, SHOWN = "judged", "explained by the machine", "shown"
+# A machine's peak explains a figure only where the figure's work ran at this share of the peak or more
+# (docs/trust.md, "What a peak can explain"): there, most of its time is in the kernels the peak times.
+GOVERNS = 0.25
 
 
 def _matches(a: tuple, b: tuple, ignore: tuple[int, ...] = ()) -> bool:
@@ -126,9 +134,9 @@ def _sampled_verdict(kind: str, worse: float, interval: tuple[float, float], sho
 
 def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_tolerance: float):
     """(ratio, interval, verdict, regressed, p, why_shown) of one figure; `factor` scales the new side's times
-    (1: as measured); p, for a figure judged on samples, is the bootstrap's share of ratios within the tolerance
-    (a one-sided p-value of "worse beyond the tolerance"), else None; why_shown is "" for a judged figure."""
-    from l40sbench.core.intervals import MIN_SAMPLES, SMALL_P99, ratio_bootstrap
+    (1: as measured); p, for a figure judged on samples, is ratio_test's one-sided p-value of "worse beyond the
+    tolerance", else None; why_shown is "" for a judged figure."""
+    from l40sbench.core.intervals import MIN_SAMPLES, ratio_test, too_few
 
     if b.kind == ACCURACY:
         verdict, regressed = _point_verdict(ACCURACY, b.value, n.value, tolerance, accuracy_tolerance)
@@ -140,21 +148,17 @@ def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_toler
     worse = new_value / b.value if b.kind == LOWER else b.value / new_value
     if b.samples is None or n.samples is None:
         return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance), None, "")
-    counts = (len(b.samples), len(n.samples))
-    if min(counts) < MIN_SAMPLES:
-        what = "one measurement" if max(counts) == 1 else f"n {min(counts)}"
-        return ratio, None, f"{what}: shown, not judged", False, None, f"fewer than {MIN_SAMPLES} samples"
-    if b.statistic == "p99" and min(counts) < SMALL_P99:
-        return (ratio, None, f"p99 of fewer than {SMALL_P99} samples: shown, not judged", False, None,
-                f"a p99 of fewer than {SMALL_P99} samples")
-    found = ratio_bootstrap(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
+    short = min((too_few(side, b.statistic) for side in (b.samples, n.samples)), key=lambda why: why == "")
+    if short:
+        why = f"fewer than {MIN_SAMPLES} samples" if short.startswith(("one", "n ")) else short
+        return ratio, None, f"{short}: shown, not judged", False, None, why
+    found = ratio_test(b.samples, [v * factor for v in n.samples], b.statistic)  # new / baseline, in time
     if found is None:
         return ratio, None, "-", False, None, "no interval"
-    times, distribution = found
+    times = (found.low, found.high)
     interval = times if b.kind == LOWER else (1 / times[1], 1 / times[0])
     verdict, regressed = _sampled_verdict(b.kind, worse, times, interval, tolerance)
-    p = float((distribution <= 1 + tolerance / 100).mean())
-    return ratio, interval, verdict, regressed, p, ""
+    return ratio, interval, verdict, regressed, found.p_within(1 + tolerance / 100), ""
 
 
 def _pair(base_lines: list[Line], new_lines: list[Line]) -> tuple[list[tuple[Line, Line, str]], list[Line], list[Line]]:
@@ -190,15 +194,19 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
     for b, partner, note in pairs:
         label = b.label() + note
         unstable = ", ".join(side for side, line in (("baseline", b), ("new", partner)) if line.stability == "unstable")
-        if b.status == "ok" and partner.status != "ok":
+        machine = machine_evidence.read(b, partner, tolerance)
+        if machine.text and machine.text not in notes:
+            notes.append(machine.text)
+        if b.status != partner.status and not machine.comparable:
+            rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}: "
+                                  "shown, not judged (the devices differ)", False, basis=SHOWN,
+                                  why_shown=machine_evidence.DEVICES_DIFFER, unstable=unstable))
+        elif b.status == "ok" and partner.status != "ok":
             rows.append(FigureRow(label, "status", "status", None, None, None, f"WORSE: ok -> {partner.status}", True,
                                   unstable=unstable))
         elif b.status != partner.status:
             rows.append(FigureRow(label, "status", "status", None, None, None, f"{b.status} -> {partner.status}",
                                   False, unstable=unstable))
-        machine = machine_evidence.read(b, partner, tolerance)
-        if machine.text and machine.text not in notes:
-            notes.append(machine.text)
         for name, figure in b.figures.items():
             other = partner.figures.get(name)
             if figure.value is None or other is None or other.value is None:
@@ -213,12 +221,26 @@ def compare(baseline: Sequence[dict], new: Sequence[dict], tolerance: float = 10
             if p is not None:
                 sampled.append((len(rows), p))
             if machine.factor != 1.0 and not raw and figure.kind != ACCURACY:
-                explain.append((len(rows), figure, other, machine.factor))
+                explain.append((len(rows), figure, other, machine.factor, governs(figure, other)))
             rows.append(FigureRow(label, name, figure.kind, figure.value, other.value, ratio,
                                   verdict + (f" [unstable: {unstable}]" if unstable else ""), regressed, interval,
                                   SHOWN if why else JUDGED, why, unstable))
     rows = _explained(_holm(rows, sampled), explain, tolerance, accuracy_tolerance)
     return Comparison(tuple(rows), tuple(b.label() for b in alone), tuple(n.label() for n in unused), tuple(notes))
+
+
+def governs(b: Figure, n: Figure) -> str:
+    """"" where a machine's peak governs the figure on both sides (its work ran at GOVERNS of the peak or more),
+    else why it does not (the rule, docs/trust.md)."""
+    shares = [f.governed for f in (b, n)]
+    if None in shares:
+        return "no utilisation shows the peak governs it (the peak explains only work that runs at " \
+               f"{100 * GOVERNS:.0f} % of it or more)"
+    if min(shares) < GOVERNS:
+        return (f"its work ran at {100 * min(shares):.0f} % of the peak, below the {100 * GOVERNS:.0f} % from which "
+                "the peak governs a figure (launches, memory and the host bound it, which a matmul peak does not "
+                "measure)")
+    return ""
 
 
 def _explained(rows: list[FigureRow], explain: list, tolerance: float, accuracy_tolerance: float) -> list[FigureRow]:
@@ -227,8 +249,12 @@ def _explained(rows: list[FigureRow], explain: list, tolerance: float, accuracy_
     from dataclasses import replace
 
     out = list(rows)
-    for index, figure, other, factor in explain:
+    for index, figure, other, factor, why_not in explain:
         if not out[index].regressed:
+            continue
+        if why_not:
+            out[index] = replace(out[index], verdict=out[index].verdict + f"; the machine ({factor:.2f}x) does not "
+                                 f"explain it: {why_not}")
             continue
         ratio, interval, verdict, regressed, _, _ = _judge(figure, other, 1 / factor, tolerance, accuracy_tolerance)
         if regressed:

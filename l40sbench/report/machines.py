@@ -50,13 +50,12 @@ def _float32(line: Line) -> float | None:
 def bursts_slower(b: Line, n: Line) -> tuple[float, tuple[float, float]] | None:
     """(the baseline's burst median over the new one's, its 95 % interval): above 1, the new run's bursts were
     slower. None where a side has too few burst samples."""
-    from l40sbench.core.intervals import ratio_bootstrap
+    from l40sbench.core.intervals import ratio_test
 
-    found = ratio_bootstrap(b.burst_samples, n.burst_samples, "median") if b.burst_samples and n.burst_samples \
-        else None
+    found = ratio_test(b.burst_samples, n.burst_samples, "median") if b.burst_samples and n.burst_samples else None
     if found is None:
         return None
-    (low, high), _ = found  # new / baseline, in rates
+    low, high = found.low, found.high  # new / baseline, in rates
     return median(b.burst_samples) / median(n.burst_samples), (1 / high, 1 / low)
 
 
@@ -69,6 +68,7 @@ def _bursts_text(b: Line, n: Line, bursts) -> str:
 def read(b: Line, n: Line, tolerance: float) -> Machines:
     """What the two rows' records say of their machines (see the module's rule)."""
     from l40sbench.core.stability import limits_for
+    from l40sbench.core.utilisation import FALLBACK
 
     if b.device and n.device and b.device != n.device and "GPU" in (b.device[:3], n.device[:3]):
         return Machines(None, f"not comparable: the {DEVICES_DIFFER} ({b.device} -> {n.device}); every figure is "
@@ -81,7 +81,13 @@ def read(b: Line, n: Line, tolerance: float) -> Machines:
         side = "the new run" if bursts[0] > 1 else "the baseline run"
         busier = (f"the host was slower during {side} ({_bursts_text(b, n, bursts)}): its figures carry that; "
                   "run both again on a quiet host")
-    (name, base), (_, new) = b.peak_gflops, n.peak_gflops
+    (name, base), (new_name, new) = b.peak_gflops, n.peak_gflops
+    if base and new and name != new_name:  # a fallback on one side: float32's peak set against bfloat16's
+        lacking = "the baseline" if name.startswith(FALLBACK) else "the new record"
+        wanted = (new_name if name.startswith(FALLBACK) else name)
+        return Machines(1.0, f"no machine explanation for {b.label()}: {lacking} measured no {wanted} peak, and "
+                             "a precision's peak is set only against the same precision's; raw verdicts"
+                             + (f"; {busier}" if busier else ""))
     if not (base and new) or 1 / bound <= base / new <= bound:
         return Machines(1.0, busier)
     ratio = base / new
