@@ -7,10 +7,9 @@ from l40sbench.core.intervals import (
     MIN_SAMPLES,
     interval,
     percentile,
-    ratio_test,
     spread_text,
-    too_few,
 )
+from l40sbench.core.ratios import ratio_test, too_few
 
 
 def test_percentile_is_loadgens_index_rule():

@@ -11,11 +11,11 @@ image size, and the row's label says so (the same model on more pixels is more w
 
 Each timing, rate and accuracy figure of a matched pair gets its ratio new / baseline and a verdict (RULE):
 - a figure with samples behind it on both sides (epoch clocks, per-image times, sweep steps) gets the 95 %
-  interval of the ratio (core.intervals.ratio_test: each side at its effective sample size, since these
+  interval of the ratio (core.ratios.ratio_test: each side at its effective sample size, since these
   samples are serial); it regresses only when the whole interval lies beyond the tolerance ("WORSE") and
   Holm's method over every figure judged on samples keeps it; a ratio beyond the tolerance whose interval
   reaches back into it is "within noise", as is one whose interval holds 1; a tail percentile with too few
-  samples beyond it (core.intervals.too_few) is shown, not judged;
+  samples beyond it (core.ratios.too_few) is shown, not judged;
 - a figure of one measurement (the first epoch, the wall time) is shown and not judged;
 - a figure with no samples on a side (the studies' references, LoadGen's summary, older records) is judged
   on its two values alone: a time regresses when new > baseline x (1 + tolerance), a rate when
@@ -136,7 +136,8 @@ def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_toler
     """(ratio, interval, verdict, regressed, p, why_shown) of one figure; `factor` scales the new side's times
     (1: as measured); p, for a figure judged on samples, is ratio_test's one-sided p-value of "worse beyond the
     tolerance", else None; why_shown is "" for a judged figure."""
-    from l40sbench.core.intervals import MIN_SAMPLES, ratio_test, too_few
+    from l40sbench.core.intervals import MIN_SAMPLES
+    from l40sbench.core.ratios import ratio_test, too_few
 
     if b.kind == ACCURACY:
         verdict, regressed = _point_verdict(ACCURACY, b.value, n.value, tolerance, accuracy_tolerance)

@@ -50,7 +50,7 @@ def _float32(line: Line) -> float | None:
 def bursts_slower(b: Line, n: Line) -> tuple[float, tuple[float, float]] | None:
     """(the baseline's burst median over the new one's, its 95 % interval): above 1, the new run's bursts were
     slower. None where a side has too few burst samples."""
-    from l40sbench.core.intervals import ratio_test
+    from l40sbench.core.ratios import ratio_test
 
     found = ratio_test(b.burst_samples, n.burst_samples, "median") if b.burst_samples and n.burst_samples else None
     if found is None:
