@@ -255,9 +255,9 @@ def test_a_sweep_row_times_windows_of_steps_and_reads_its_memory_before_the_guar
     import numpy as np
 
     from l40sbench.core.devices import Device
+    from l40sbench.core.memory import host_peak_mb as _host_peak_mb
     from l40sbench.peak import burst
     from l40sbench.synthetic.job import Job, StepSettings, window_steps
-    from l40sbench.core.memory import host_peak_mb as _host_peak_mb
     from l40sbench.synthetic.worker import _timed_row
 
     assert [window_steps(n) for n in (1, 3, 20, 49, 100, 1000)] == [1, 1, 4, 9, 10, 10]
