@@ -136,7 +136,7 @@ def test_two_runs_of_one_command_compare_within_noise(runs):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WORSE" not in result.stdout
     assert "within noise" in result.stdout or " same" in result.stdout
-    assert "rule: a time or rate regresses when the 95 % bootstrap interval" in result.stdout
+    assert "rule: a time or rate regresses when the 95 % interval of new / baseline (serial samples" in result.stdout
 
 
 def test_more_work_compares_significantly_slower(runs):
