@@ -111,6 +111,8 @@ def test_a_file_that_is_not_a_model_of_images_is_one_line_and_exit_2(text_file, 
     assert_one_line_exit_2(cli_in_process("classify", "--model", tmp_path / "none.keras", *TINY), "no file at")
     assert_one_line_exit_2(cli_in_process("classify", "--model", own_file, "--weights", "none", *TINY),
                            "--weights does not apply with --model")
+    assert_one_line_exit_2(cli_in_process("classify", "--model", own_file, "--base", "vgg19", *TINY),
+                           "--base vgg19 does not apply with --model: the file is the base")
     assert_one_line_exit_2(cli_in_process("classify", "--base", "efficientnetv9", *TINY), "unknown base")
 
 

@@ -31,10 +31,10 @@ def add(subparsers) -> None:
             "with the Kaggle cats/dogs split sizes is used."
         ),
     )
-    p.add_argument("--base", default="xception",
+    p.add_argument("--base", default=None,
                    help=f"base model: any of the {len(BASES.names())} keras.applications models, by name in any case: "
                         "the studies' xception, inceptionv3 and vgg19, or efficientnetv2b0, convnexttiny, resnet50, "
-                        "... (--list-bases lists them) (default: xception)")
+                        "... (--list-bases lists them) (default: xception; not with --model)")
     p.add_argument("--model", type=Path, metavar="FILE.keras",
                    help="your own Keras model file as the base instead of --base: the head goes on its output "
                         "(pooled where it is a feature map), and it gets float32 pixels 0-255 (its own layers "
@@ -86,6 +86,9 @@ def list_bases() -> int:
     return 0
 
 
+DEFAULT_BASE = "xception"
+
+
 def run(args) -> int:
     from l40sbench.classify.config import ClassifyConfig
     from l40sbench.classify.model import spec_for
@@ -94,6 +97,9 @@ def run(args) -> int:
         return list_bases()
     if args.model is not None and args.weights is not None:
         raise UserError("--weights does not apply with --model: the file holds its weights")
+    if args.model is not None and args.base is not None:
+        raise UserError(f"--base {args.base} does not apply with --model: the file is the base (give one of them)")
+    args.base = args.base or DEFAULT_BASE
 
     config = make_config(
         ClassifyConfig,
