@@ -43,7 +43,7 @@ def test_the_fit_recovers_the_constants_that_made_its_rows():
 
 def test_the_committed_fit_holds_its_check_runs_within_25_percent():
     record = json.loads((memory.FIT_FILE.parents[2] / "benchmarks" / "results" / "memory_peaks.json").read_text())
-    assert record["constants"] == memory.constants()
+    assert record["constants"] == memory.committed()
     checked = [row for row in record["check_runs"] if row.get("peak_mb") is not None]
     assert len(checked) >= 6
     for row in checked:
@@ -125,3 +125,11 @@ def test_a_study_does_not_start_a_step_that_will_not_fit_and_its_row_says_what_w
         for key in ("peak_mb", "memory", "fits"):
             del step[key]
     assert all(step.fits and step.peak_mb is None for step in plans.Plan.from_dict(old).steps)
+
+
+def test_a_records_memory_block_says_which_peak_it_counts():
+    from l40sbench.core.memory import block, host_peak_mb
+
+    assert block(20480.0) == {"peak_mb": 20480.0, "counts": "the GPU allocator's peak on the busiest device"}
+    on_cpu = block(None)  # jax and torch keep no count on a CPU; TensorFlow's is None there too
+    assert on_cpu["counts"] == "the process's peak resident set (host RAM)" and 0 < on_cpu["peak_mb"] <= host_peak_mb() + 0.05  # rounded to 0.1

@@ -17,12 +17,12 @@ def host_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def block(peak_mb: float | None, kind: str) -> dict:
-    """A record's `memory` block: the peak and what it counts."""
-    if peak_mb is None:
-        return {}
-    return {"peak_mb": round(peak_mb, 1), "counts": "the GPU allocator's peak on the busiest device"
-            if kind == "GPU" else "the process's peak resident set (host RAM)"}
+def block(device_peak_mb: float | None) -> dict:
+    """A record's `memory` block: the device allocator's peak where the backend keeps one (a GPU), else this
+    process's peak resident set, and which of the two it counts."""
+    if device_peak_mb:
+        return {"peak_mb": round(device_peak_mb, 1), "counts": "the GPU allocator's peak on the busiest device"}
+    return {"peak_mb": round(host_peak_mb(), 1), "counts": "the process's peak resident set (host RAM)"}
 
 
 def _number(path: Path) -> int | None:

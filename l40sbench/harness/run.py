@@ -149,7 +149,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
             devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases, kind, env["peak"]),
             telemetry=phases.record(), time_to_first_step=startup.block,
-            memory=memory.block(kernels.peak_memory_mb(kind) or memory.host_peak_mb(), kind),
+            memory=memory.block(kernels.peak_memory_mb(kind)),
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))

@@ -82,10 +82,10 @@ def _facts(record: dict, device: str = "") -> dict:
     env, stability = record.get("env") or {}, record.get("stability") or {}
     own = _record_device(record)
     row_kind = device.split()[0] if device else ""
-    if device == "" or row_kind == own.split(" ")[0] or not own:
+    if not device or not own or row_kind == own.split()[0]:  # the row ran where the record's own figures did
         peak = env.get("peak") if (env.get("peak") or {}).get("matmul") else None
         return {"peak": peak, "burst_samples": _bursts(stability), "stability": stability.get("verdict", ""),
-                "device": device if device and not own else own}
+                "device": own or device}
     cpu = env.get("cpu_peak") if row_kind == "CPU" else None
     samples = tuple(((cpu or {}).get("matmul") or {}).get("float32", {}).get("samples_gflops") or ())
     return {"peak": cpu if (cpu or {}).get("matmul") else None, "burst_samples": samples,

@@ -149,7 +149,7 @@ def _judge(b: Figure, n: Figure, factor: float, tolerance: float, accuracy_toler
     worse = new_value / b.value if b.kind == LOWER else b.value / new_value
     if b.samples is None or n.samples is None:
         return (ratio, None, *_point_verdict(b.kind, b.value, new_value, tolerance, accuracy_tolerance), None, "")
-    short = min((too_few(side, b.statistic) for side in (b.samples, n.samples)), key=lambda why: why == "")
+    short = too_few(b.samples, b.statistic) or too_few(n.samples, b.statistic)
     if short:
         why = f"fewer than {MIN_SAMPLES} samples" if short.startswith(("one", "n ")) else short
         return ratio, None, f"{short}: shown, not judged", False, None, why

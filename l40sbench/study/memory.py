@@ -33,7 +33,7 @@ MB = 2**20
 
 
 @lru_cache(maxsize=1)
-def constants() -> dict:
+def committed() -> dict:
     """The fitted constants (memory_fit.json): per task its base and data copies, per model its parameters and
     activations."""
     return json.loads(FIT_FILE.read_text())
@@ -50,7 +50,7 @@ def data_mb(images: int, size: int) -> float:
 
 def estimate_mb(model: str, batch: int, size: int, gpu: bool, *, images: int, constants: dict | None = None) -> float:
     """The step's estimated peak, MiB (gpu: the device's, without the host process's base and data)."""
-    fitted = constants or globals()["constants"]()
+    fitted = constants or committed()
     one = fitted["models"][model]
     task = one["task"]
     host = 0.0 if gpu else fitted["base_mb"][task] + fitted["copies"][task] * data_mb(images, size)

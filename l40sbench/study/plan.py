@@ -129,7 +129,7 @@ def _planned(steps) -> float:
 
 def _judged(step: Step, model: str, batch: int, size: int, images: int, machine: Machine) -> Step:
     """The step with its estimated peak memory against the machine's room, where both are known."""
-    if machine.room is None or model not in memory.constants()["models"]:
+    if machine.room is None or model not in memory.committed()["models"]:
         return step
     peak, said, fits = memory.judge(model, batch, size, images, machine.gpu, machine.room)
     return replace(step, peak_mb=round(peak, 1), memory=said, fits=fits)
