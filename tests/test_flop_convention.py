@@ -6,6 +6,7 @@ the shape count is checked against VGG-19's arithmetic done by hand.
 """
 
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -116,3 +117,69 @@ def test_the_shape_count_refuses_what_it_has_no_rule_for():
     transposed = keras.layers.Conv2DTranspose(4, 3, strides=2)
     transposed(keras.Input((5, 5, 2)))
     assert layer_macs(transposed) == math.prod((5, 5, 2)) * 3 * 3 * 4  # every input tap into the 3x3x4 kernel
+
+
+def _attention_model():
+    """ViT-shaped: 8x8 patches of a 32 px image embedded in 32 dims (16 tokens), one MultiHeadAttention of two
+    heads of 16, a two-class head."""
+    import keras
+
+    inputs = keras.Input((32, 32, 3))
+    x = keras.layers.Reshape((16, 32))(keras.layers.Conv2D(32, 8, strides=8)(inputs))
+    x = keras.layers.GlobalAveragePooling1D()(keras.layers.MultiHeadAttention(2, 16)(x, x))
+    return keras.Model(inputs, keras.layers.Dense(2)(x))
+
+
+ATTENTION_BY_HAND = 2 * (16 * 8 * 8 * 3 * 32  # the patch embedding
+                         + 3 * 16 * 32 * 32 + 16 * 32 * 32  # query, key, value and output projections
+                         + 2 * 2 * 16 * 16 * 16  # each head's scores and weighted values: the einsums
+                         + 32 * 2)  # the head
+
+
+def test_tensorflow_counts_attentions_einsums_as_the_layers_shapes_and_jax_do():
+    """The profiler has no cost for an Einsum between two activations: counted from its equation, as jax's
+    dot_general is."""
+    import jax
+    import keras
+    import numpy as np
+
+    from l40sbench.backends.flop_convention import einsum_flops, jaxpr_flops
+    from l40sbench.backends.tf_flops import forward_gflops
+
+    assert forward_gflops(_attention_model(), 32) * 1e9 == pytest.approx(ATTENTION_BY_HAND, rel=0.01)
+    for equation, shapes in (("BTNH,BSNH->BNTS", [(1, 16, 2, 16)] * 2),
+                             ("BNTS,BSNH->BTNH", [(1, 2, 16, 16), (1, 16, 2, 16)]),
+                             ("...ij,jk->...ik", [(3, 4, 5, 6), (6, 7)])):
+        operands = [np.zeros(shape, "float32") for shape in shapes]
+        traced = jax.make_jaxpr(lambda *xs, eq=equation: jax.numpy.einsum(eq, *xs))(*operands)
+        assert einsum_flops(equation, shapes) == jaxpr_flops(traced), equation
+    # an EinsumDense counts what its Dense twin counts
+    inputs = keras.Input((16, 16))
+    twin = keras.Model(inputs, keras.layers.Dense(8)(inputs))
+    einsum = keras.Model(inputs, keras.layers.EinsumDense("abc,cd->abd", output_shape=(None, 8))(inputs))
+    counts = [graph_count(model, (1, 16, 16)) for model in (twin, einsum)]
+    assert counts[0] == counts[1] == 2 * 16 * 16 * 8
+    with pytest.raises(ValueError, match="names 2 operands"):
+        einsum_flops("ab,bc->ac", [(2, 3)])
+    keras.backend.clear_session()
+
+
+def graph_count(model, shape) -> float:
+    import tensorflow as tf
+
+    from l40sbench.backends.tf_flops import graph_gflops
+
+    traced = tf.function(lambda x: model(x, training=False)).get_concrete_function(tf.TensorSpec(shape))
+    return graph_gflops(traced.graph) * 1e9
+
+
+@pytest.mark.long
+def test_keras_on_jax_counts_the_attention_model_as_tensorflow_does():
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed here")
+    code = (inspect.getsource(_attention_model) + "from l40sbench.backends.jax import forward_gflops\n"
+            "print('COUNT', forward_gflops(_attention_model(), 32) * 1e9)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600,
+                            env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert float(result.stdout.split("COUNT", 1)[1]) == pytest.approx(ATTENTION_BY_HAND, rel=0.01)

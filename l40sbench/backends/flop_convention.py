@@ -62,6 +62,30 @@ def _jaxpr_flops(jaxpr) -> int:
     return total
 
 
+def einsum_flops(equation: str, shapes) -> int:
+    """FLOPs of one einsum by the convention: 2 x the product of every index's size (each output element
+    is a sum over the contracted indices), from its equation and its operands' shapes; an ellipsis stands for
+    the leading dimensions an operand has beyond its letters.
+
+    Raises:
+      ValueError: an equation whose letters do not match its operands' ranks.
+    """
+    operands = equation.replace(" ", "").split("->")[0].split(",")
+    if len(operands) != len(shapes):
+        raise ValueError(f"einsum {equation!r} names {len(operands)} operands; {len(shapes)} given")
+    sizes: dict[str, int] = {}
+    for letters, shape in zip(operands, shapes, strict=True):
+        if "..." in letters:
+            head, tail = letters.split("...")
+            extra = len(shape) - len(head) - len(tail)
+            letters = head + "".join(chr(0x100 + i) for i in range(extra)) + tail  # the ellipsis' own indices
+        if len(letters) != len(shape):
+            raise ValueError(f"einsum {equation!r}: operand {letters!r} against shape {tuple(shape)}")
+        for letter, size in zip(letters, shape, strict=True):
+            sizes[letter] = max(sizes.get(letter, 1), int(size))  # a broadcast index of size 1 takes the other's
+    return 2 * math.prod(sizes.values())
+
+
 def _sub_jaxprs(values):
     for value in values:
         if hasattr(value, "eqns"):

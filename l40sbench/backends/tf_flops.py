@@ -1,28 +1,52 @@
-"""Forward FLOPs per image, counted from the model's own graph by TensorFlow's profiler, by the suite's convention."""
+"""Forward FLOPs per image, counted from the model's own graph by TensorFlow's profiler, by the suite's convention.
+
+The profiler has no cost for an Einsum between two activations (attention's scores and weighted values), so
+those are counted here from their equations and shapes, as jax's dot_general is (flop_convention.einsum_flops).
+"""
 
 from __future__ import annotations
 
-from l40sbench.backends.flop_convention import CONVENTION, TF_OPS
+from l40sbench.backends.flop_convention import CONVENTION, TF_OPS, einsum_flops
 
-COUNTER = f"{CONVENTION}, by TensorFlow's profiler over the traced graph"
+COUNTER = f"{CONVENTION}, by TensorFlow's profiler over the traced graph (Einsum ops from their shapes)"
 CALLS = ("PartitionedCall", "StatefulPartitionedCall")
 
 
 def graph_gflops(graph) -> float:
-    """GFLOP (10^9 floating-point operations) of a traced graph's convolutions and matmuls.
+    """GFLOP (10^9 floating-point operations) of a traced graph's convolutions, matmuls and einsums.
 
     The profiler gives each op type's registered cost (a multiply-add is two operations); only the
     convention's op types are kept (flop_convention.TF_OPS: forward, and backward where a training step
-    is traced), so bias adds, pooling and batch norm are left out, as the other backends leave them.
+    is traced), so bias adds, pooling and batch norm are left out, as the other backends leave them. Its
+    own deprecation warnings (it walks the graph through TensorFlow 1's helpers) are silenced.
     """
     import tensorflow as tf
+    from tensorflow.python.util import deprecation
 
     options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
     options["output"] = "none"
-    profile = tf.compat.v1.profiler.profile(
-        graph=graph, run_meta=tf.compat.v1.RunMetadata(), cmd="op", options=options
-    )
-    return sum(_own_flops(profile, TF_OPS)) / 1e9
+    with deprecation.silence():
+        profile = tf.compat.v1.profiler.profile(
+            graph=graph, run_meta=tf.compat.v1.RunMetadata(), cmd="op", options=options
+        )
+    return (sum(_own_flops(profile, TF_OPS)) + _einsum_flops(graph)) / 1e9
+
+
+def _einsum_flops(graph) -> int:
+    """FLOPs of the graph's Einsum ops, from each op's equation and its operands' static shapes.
+
+    Raises:
+      ValueError: an Einsum whose operands' shapes are not known when traced (a count would be a guess).
+    """
+    total = 0
+    for op in graph.get_operations():
+        if op.type != "Einsum":
+            continue
+        shapes = [tensor.shape.as_list() for tensor in op.inputs]
+        if any(shape is None or None in shape for shape in shapes):
+            raise ValueError(f"Einsum {op.name} has operands of unknown shape {shapes}")
+        total += einsum_flops(op.get_attr("equation").decode(), shapes)
+    return total
 
 
 def _own_flops(node, kept: frozenset):
