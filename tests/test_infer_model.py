@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from l40sbench.classify.given_model import labels_for
+from l40sbench.classify.runtimes import labels_for
 from tests.conftest import assert_one_line_exit_2, cli_in_process
 
 DATA = ("--limit", "8")
@@ -100,7 +100,7 @@ def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path, mo
     monkeypatch.setattr(forward, "tf_device_kind", lambda: "GPU")
     out = tmp_path / "run"
     result = cli_in_process("infer", "--model", files / "pets_sm", *DATA, "--runtimes", "onnxruntime",
-                            "--output-dir", out)
+                            "--preprocess", "none", "--output-dir", out)  # its Rescaling is inside the signature
     assert result.returncode == 0, result.stderr
     record = _record(out)
     rows = _rows(record)
@@ -135,10 +135,7 @@ def test_one_score_per_image_has_no_argmax_agreement():
 
 
 def test_bad_model_paths_and_flags_are_one_line_and_exit_2(files, tmp_path):
-    import keras
 
-    inputs = keras.Input((32, 32, 3))
-    keras.Model(inputs, keras.layers.Conv2D(4, 3)(inputs)).save(tmp_path / "features.keras")  # no (batch, classes)
     (tmp_path / "empty").mkdir()
     (tmp_path / "broken.onnx").write_text("not a model")
     (tmp_path / "model.pt").write_bytes(b"\0")
@@ -148,7 +145,6 @@ def test_bad_model_paths_and_flags_are_one_line_and_exit_2(files, tmp_path):
         (("--model", tmp_path / "broken.onnx"), "onnxruntime cannot load it"),
         (("--model", tmp_path / "model.pt"), "a .keras file, a SavedModel folder or an .onnx file"),
         (("--model", files / "pets.keras", "--image-size", "32"), "takes 64 px images only"),
-        (("--model", tmp_path / "features.keras"), "infer scores an output of (batch, classes)"),
         (("--model", files / "pets.keras", tmp_path), "one of them"),
         ((), "one of them"),
         ((tmp_path, "--data", tmp_path), "--data goes with --model"),

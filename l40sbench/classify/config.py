@@ -20,6 +20,7 @@ class ClassifyConfig(RunConfig):
 
     base: str = "xception"
     model: Path | None = None  # a user's own .keras file as the base (base is then the file's name)
+    preprocess: str | None = None  # with model: its input scaling (modelfile.scaling's modes); None: decided
     epochs: int = 10
     weights: str = "imagenet"
     fine_tune: str = "head"

@@ -19,6 +19,7 @@ from l40sbench.errors import UserError
 # random initialisation. The attempt runs in a worker thread because a socket
 # timeout does not bound a stalled DNS lookup.
 DOWNLOAD_TIMEOUT_S = 60.0
+ANY_SIZE = (224, 32)  # (default, smallest) for a model file that takes any size: ImageNet's, keras.applications'
 
 
 def spec_for(base: str, model: str | Path | None = None) -> BaseSpec:
@@ -29,10 +30,41 @@ def spec_for(base: str, model: str | Path | None = None) -> BaseSpec:
       UserError: an unknown name, or a file that is not a Keras model of one image input.
     """
     if model is not None:
-        from l40sbench.classify import own_model
+        from l40sbench.modelfile.files import keras_file_facts
 
-        return own_model.spec(Path(model))
+        size = keras_file_facts(Path(model)).size
+        default, smallest = (size, size) if size else ANY_SIZE
+        return BaseSpec(Path(model).stem, "", "", default, smallest, path=str(model))
     return BASES.get(base.lower())
+
+
+def file_scaling(config):
+    """How classify --model's file gets its pixels (modelfile.scaling.Decided); None for a keras.applications
+    base, which gets its own preprocess_input.
+
+    Raises:
+      UserError: an unknown --preprocess mode; a --batch-size the file's fixed batch cannot take.
+    """
+    if config.model is None:
+        return None
+    from l40sbench.modelfile import scaling
+    from l40sbench.modelfile.files import keras_file_facts
+
+    facts = keras_file_facts(Path(config.model))
+    facts.refuse_batch(config.batch_size, "--batch-size")
+    return scaling.decide(config.preprocess, facts.own_scaling)
+
+
+def file_facts(config, model) -> dict:
+    """The record's facts of classify --model's file: its identity, its scaling and the dtypes its layers
+    computed in ({} for a keras.applications base)."""
+    if config.model is None:
+        return {}
+    from l40sbench.modelfile import files, keras_file
+
+    base = next(layer for layer in model.layers if hasattr(layer, "layers"))  # the file's model, nested
+    return {"file": files.identity(Path(config.model)), "preprocess": file_scaling(config).to_dict(),
+            "compute_dtypes": keras_file.compute_dtypes(base)}
 
 
 def _try_imagenet(build: Callable[[object], object], timeout_s: float):
@@ -71,10 +103,16 @@ def build_base(spec: BaseSpec, image_size: int, weights: str, log: Log, timeout_
       weights: "imagenet" (Keras cache, else a download, else random with a
         warning), "none" (random) or the path of a local weights file.
     """
-    if spec.path is not None:  # a user's own model: the file holds its weights
-        from l40sbench.classify import own_model
+    if spec.path is not None:  # a user's own model: the file holds its weights; it computes in the policy asked
+        import keras
 
-        return own_model.load(Path(spec.path)), f"the file's own ({Path(spec.path).name})"
+        from l40sbench.modelfile import keras_file
+
+        base, facts = keras_file.load(Path(spec.path), keras.config.dtype_policy().name)
+        if facts.get("kept_their_own"):
+            log(f"{len(facts['kept_their_own'])} layer(s) of {Path(spec.path).name} keep the dtype they were saved "
+                f"with, not {facts['policy']}: {', '.join(facts['kept_their_own'][:5])}")
+        return base, f"the file's own ({Path(spec.path).name})"
     constructor = spec.constructor()
 
     def build(source):
@@ -95,8 +133,10 @@ def build_base(spec: BaseSpec, image_size: int, weights: str, log: Log, timeout_
         raise UserError(f"cannot load weights file {path} for {spec.name}: {str(exc).splitlines()[0]}") from None
 
 
-def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, trainable_top_layers: int | None):
-    """uint8 image -> preprocess -> base -> pooling -> dropout -> softmax."""
+def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, trainable_top_layers: int | None,
+                     scaling=None):
+    """uint8 image -> preprocess -> base -> pooling -> dropout -> softmax; `scaling` (modelfile.scaling.Decided):
+    a model file's preprocessing, where the base is one."""
     import keras
 
     if trainable_top_layers is None:
@@ -109,7 +149,7 @@ def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, tr
     inputs = keras.Input((image_size, image_size, 3), dtype="uint8", name="image")
     from l40sbench.backends.layers import Preprocess
 
-    x = Preprocess(spec.module, name="preprocess")(inputs)
+    x = Preprocess(spec.module, name="preprocess", **(scaling.mode.layer_arguments() if scaling else {}))(inputs)
     # training=False keeps batch-norm statistics fixed, the usual transfer-learning recipe.
     x = base(x, training=False)
     if isinstance(x, (list, tuple, dict)):

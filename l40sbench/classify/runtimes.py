@@ -17,6 +17,19 @@ from l40sbench.runtimes.registry import export_keras
 
 MODEL_FILE = "model.keras"
 ACCURACY_BOUND = 0.01  # a runtime more than 1 point less accurate than tf is an accuracy-mismatch
+LABELS_UNMATCHED = ("its outputs are {outputs} classes, the data's {classes}: no accuracy against labels, the "
+                    "runtimes' agreement only")
+MAP_OUTPUT = ("its output is a map of shape {shape} per image, not one score per class: no accuracy, the runtimes' "
+              "agreement by the largest output gap")
+
+
+def labels_for(outputs: np.ndarray, labels: np.ndarray, classes: int) -> tuple[np.ndarray | None, str]:
+    """The labels to score against, and why none where the model's outputs are not the data's classes."""
+    if outputs.ndim != 2:
+        return None, MAP_OUTPUT.format(shape=tuple(outputs.shape[1:]))
+    if outputs.shape[-1] == classes:
+        return labels, ""
+    return None, LABELS_UNMATCHED.format(outputs=outputs.shape[-1], classes=classes)
 
 
 def probabilities_of(outputs: dict, reference: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from l40sbench import paths
 from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify import train_flops
 from l40sbench.classify.config import ClassifyConfig
-from l40sbench.classify.model import build_base, build_classifier, spec_for
+from l40sbench.classify.model import build_base, build_classifier, file_facts, file_scaling, spec_for
 from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.task import Built, Data, Flops, Probe
@@ -113,7 +113,8 @@ def compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, lo
     spec = spec_for(config.base, config.model)
     with placement.scope() if placement is not None else contextlib.nullcontext():
         base, weights_label = build_base(spec, image_size, config.weights, log)
-        model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers)
+        model = build_classifier(spec, base, image_size, num_classes, config.trainable_top_layers,
+                                 file_scaling(config))
         model.compile(
             optimizer=keras.optimizers.Adam(1e-3),
             loss="sparse_categorical_crossentropy",
@@ -138,6 +139,8 @@ def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, s
     if not probabilities:
         return Probe(inference, {TEST_METRIC: None})
     stacked = np.stack(probabilities)
+    if stacked.ndim != 2:  # a model file's feature or segmentation map: timed, agreement by the output gap only
+        return Probe(inference, {TEST_METRIC: None}, stacked)
     return Probe(inference, {TEST_METRIC: float(np.mean(np.argmax(stacked, axis=1) == images.y["test"]))}, stacked)
 
 
@@ -159,6 +162,7 @@ class ClassifyTask:
         image_size = resolve_image_size(config)
         if config.weights not in ("imagenet", "none") and not Path(config.weights).is_file():
             raise UserError(f"weights file not found: {config.weights} (use imagenet, none or a file path)")
+        file_scaling(config)  # a model file's batch and scaling, read before anything heavy is imported
         return dataclasses.replace(config, image_size=image_size)
 
     def load(self, config: ClassifyConfig, log: Log) -> Data:
@@ -186,10 +190,7 @@ class ClassifyTask:
             "trainable_parameters": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
             "fine_tune": config.fine_tune,
         }
-        if config.model is not None:
-            from l40sbench.classify import own_model
-
-            model_info["file"] = own_model.facts(Path(config.model))
+        model_info.update(file_facts(config, model))
         global_batch = devices["global_batch"]
         line = (f"training {config.epochs} epoch(s), batch {global_batch}, {data.info.train_images} images"
                 + (f", {config.batch_size} per device on {placement.replicas} replicas "
@@ -257,9 +258,8 @@ class ClassifyTask:
         return self._rows(built.model, data.splits, probe, model_file, config)
 
     def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig):
-        from l40sbench.classify.given_model import labels_for
 
-        labels, _ = labels_for(probe.outputs, images.y["test"], len(images.classes))  # a given model's may not be
+        labels, _ = cl_runtimes.labels_for(probe.outputs, images.y["test"], len(images.classes))  # a given model's may not be
         reference = cl_runtimes.reference_row(probe.inference, probe.outputs, labels, model_file, config.precision,
                                               config.xla)
         return reference, cl_runtimes.workload(model, images.x["test"], labels, probe.outputs, config.warmup,

@@ -7,6 +7,7 @@ from pathlib import Path
 from l40sbench.classify.bases import BASES
 from l40sbench.cli.common import (
     add_device_flags,
+    add_preprocess_flag,
     add_run_flags,
     add_runtime_flags,
     add_xla_flag,
@@ -14,6 +15,7 @@ from l40sbench.cli.common import (
     data_flags,
     device_counts,
     make_config,
+    preprocess_without_model,
 )
 from l40sbench.cli.runs import run_device_counts
 from l40sbench.errors import UserError
@@ -37,8 +39,11 @@ def add(subparsers) -> None:
                         "... (--list-bases lists them) (default: xception; not with --model)")
     p.add_argument("--model", type=Path, metavar="FILE.keras",
                    help="your own Keras model file as the base instead of --base: the head goes on its output "
-                        "(pooled where it is a feature map), and it gets float32 pixels 0-255 (its own layers "
-                        "preprocess); the record names the file, its size and its SHA-256")
+                        "(pooled where it is a feature map); it gets its pixels as --preprocess says and computes in "
+                        "--precision (its float32 layers set to it, its weights kept); a batch size it is fixed at "
+                        "is kept to; the record names the file, its size, its SHA-256, its scaling and the dtypes "
+                        "its layers computed in")
+    add_preprocess_flag(p)
     p.add_argument("--list-bases", action="store_true",
                    help="list every --base with its default and smallest input size and its parameters, and stop")
     p.add_argument("--data", help="DIR with DIR/train/<class>/* and DIR/test/<class>/*, or tfds:NAME[:VERSION], a "
@@ -99,11 +104,13 @@ def run(args) -> int:
         raise UserError("--weights does not apply with --model: the file holds its weights")
     if args.model is not None and args.base is not None:
         raise UserError(f"--base {args.base} does not apply with --model: the file is the base (give one of them)")
+    preprocess_without_model(args)
     args.base = args.base or DEFAULT_BASE
 
     config = make_config(
         ClassifyConfig,
         base=args.model.stem if args.model is not None else args.base.lower(), model=args.model,
+        preprocess=args.preprocess,
         **data_flags(args), epochs=args.epochs, batch_size=args.batch_size, image_size=args.image_size, weights=args.weights or "imagenet", fine_tune=args.fine_tune, limit=args.limit,
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,

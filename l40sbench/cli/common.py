@@ -119,6 +119,28 @@ def keep_device_choice(args, saved: dict | None, folder) -> None:
         log(f"--resume {folder}: on the CPU, as it began (--devices cpu)")
 
 
+def add_preprocess_flag(p) -> None:
+    """--preprocess: how a model file of the user's gets its pixels (classify --model, infer --model)."""
+    from l40sbench.modelfile.scaling import MODES
+
+    p.add_argument("--preprocess", metavar="MODE", help=(
+        "with --model: how its input is scaled, applied to the uint8 pixels before the model on every runtime ("
+        + "; ".join(f"{n}: {MODES.get(n).description}" for n in MODES.names()) + "). Default: none; where the "
+        "model's first layer is not Rescaling or Normalization the scaling is then not known, and an untrained "
+        "file's test accuracy is left out (the runtimes' agreement stands)"))
+
+
+def preprocess_without_model(args) -> None:
+    """Raises UserError for --preprocess without --model (a base or a run's model has its own), or unknown."""
+    if args.preprocess is not None and args.model is None:
+        raise UserError(f"--preprocess {args.preprocess} goes with --model: a run folder or a keras.applications "
+                        "base is fed as it was built")
+    if args.preprocess is not None:
+        from l40sbench.modelfile.scaling import MODES
+
+        MODES.get(args.preprocess)  # an unknown mode: one line, before anything loads
+
+
 def add_runtime_flags(p, default: tuple[str, ...] = ("tf",)) -> None:
     """--runtimes and --runtime-precision: the inference runtimes a fine-tuned model is timed on."""
     from l40sbench.runtimes.registry import ORDER

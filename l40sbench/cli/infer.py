@@ -9,6 +9,7 @@ from l40sbench.cli.common import (
     EXIT_INTERRUPTED,
     Renamed,
     add_cpu_flag,
+    add_preprocess_flag,
     add_runtime_flags,
     add_tfds_flags,
     data_flags,
@@ -21,9 +22,11 @@ from l40sbench.cli.common import (
     name_list,
     one_device,
     output_dir_for,
+    preprocess_without_model,
     run_id,
 )
 from l40sbench.errors import UserError
+from l40sbench.modelfile.files import LAYOUTS
 
 
 def add(subparsers) -> None:
@@ -39,9 +42,14 @@ def add(subparsers) -> None:
             "replace that runtime's earlier rows in RUN_DIR/result.json; the run's own tf figures stay. "
             "With --model PATH instead, a model file of yours (a .keras file, a SavedModel folder or an .onnx "
             "file) is timed as it is on the data of --data, into a new run folder of the same shape: uint8 "
-            "pixels go in, cast to float 0-255 (the model's own layers preprocess; an ONNX file taking "
-            "(batch, 3, h, w) gets them so). Accuracy is scored where the model's outputs are the data's "
-            "classes; otherwise the runtimes' agreement only, and the record says so."
+            "pixels go in, scaled as --preprocess says (an ONNX file taking (batch, 3, h, w) gets them so). "
+            "Any one output is timed; accuracy is scored where the model's outputs are the data's classes and "
+            "its input scaling is known (--preprocess, or its own Rescaling or Normalization layer first); "
+            "otherwise the runtimes' agreement only (the largest output gap for a feature map), and the record "
+            "says why. A batch the file is fixed at is read from it, and a batch beyond it refused at once. A "
+            "detector file (a SavedModel or ONNX file with the Object Detection API's outputs: detection_boxes, "
+            "detection_scores, detection_classes, num_detections) is timed on a VOC set into a detect run's "
+            "folder, scored by COCO mAP."
         ),
     )
     p.add_argument("run_dir", type=Path, nargs="?", metavar="RUN_DIR", help="a finished classify or detect run folder")
@@ -52,6 +60,12 @@ def add(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+LABEL_MAP_HELP = ("with --model of a detector: its class ids' names (the Object Detection API's label_map.pbtxt, or "
+                  "JSON {\"id\": \"name\"}), matched to the data's classes by name (default: its ids are the data's "
+                  "classes in name order from 1, as detect numbers them)")
+SCORE_HELP = "with --model of a detector: detections below this score are not scored (default: 0.05, detect's)"
+
+
 def _add_model_flags(p) -> None:
     """--model and the data flags it takes (classify's)."""
     g = p.add_argument_group("a model file of yours (instead of RUN_DIR)")
@@ -59,7 +73,8 @@ def _add_model_flags(p) -> None:
                    help="a .keras file, a SavedModel folder or an .onnx file, timed as it is: tf (onnxruntime for an "
                         "ONNX file) in this process is the reference; the runtimes that can load it follow")
     g.add_argument("--data", help="with --model: as classify's --data, a folder-per-class set or tfds:NAME "
-                                  "(default: the stand-in)")
+                                  "(default: the stand-in); for a detector file, as detect's, a Pascal VOC folder "
+                                  "or tfds:NAME (default: detect's stand-in)")
     add_tfds_flags(g)
     g.add_argument("--image-size", type=int, help="with --model: the square input size where the model takes any "
                                                   "(default: the size it declares, else 224)")
@@ -68,9 +83,17 @@ def _add_model_flags(p) -> None:
                                                         "skipping it")
     g.add_argument("--output-dir", type=Path, help="with --model: where the run folder goes "
                                                    "(default: results/<stamp>-infer-<model name>/)")
+    add_preprocess_flag(g)
+    g.add_argument("--label-map", type=Path, metavar="FILE", help=LABEL_MAP_HELP)
+    g.add_argument("--score-threshold", type=finite, metavar="S", help=SCORE_HELP)
+    g.add_argument("--layout", choices=LAYOUTS,
+                   help="with --model FILE.onnx: where its input's channels go, where the file leaves it open (all "
+                        "dimensions symbolic, and the graph does not show it); its height and width then come from "
+                        "--image-size (default: read from the file)")
 
 
-MODEL_ONLY = ("--data", "--tfds-data-dir", "--tfds-splits", "--image-size", "--limit", "--strict", "--output-dir")
+MODEL_ONLY = ("--data", "--tfds-data-dir", "--tfds-splits", "--image-size", "--limit", "--strict", "--output-dir",
+              "--layout", "--label-map", "--score-threshold")
 
 
 def _add_scenario_flags(p) -> None:
@@ -151,26 +174,59 @@ def _given_flags(args) -> list[str]:
     return [flag for flag in MODEL_ONLY if getattr(args, flag[2:].replace("-", "_")) not in (None, False)]
 
 
-def _model_run(args):
-    """(run folder, the call that times --model into it) after the checks that read no model."""
-    from l40sbench.classify import given_model
-    from l40sbench.classify.config import ClassifyConfig
+def _model_run(args, load):
+    """(run folder, the call that times --model into it) after the checks: its kind, its input, its fixed batch
+    against the batches asked for, the scaling and the label map asked for; then the GPU gate, then a SavedModel's
+    signature (a detector's outputs, or one output), which reads TensorFlow's proto."""
+    from l40sbench.harness.given_file import check_batches
     from l40sbench.harness.infer_model import infer_model
+    from l40sbench.modelfile import given as given_file
 
-    given = given_model.check(args.model)
+    given = given_file.check(args.model, args.layout)
+    check_batches(given, load)
+    if args.label_map is not None:
+        from l40sbench.modelfile.detector import read_label_map
+
+        read_label_map(args.label_map)
+    _gate(args)
+    given = given_file.with_task(given)
     output_dir = args.output_dir or Path("results") / run_id("infer", given.name)
-    config = make_config(ClassifyConfig, base=given.name, model=args.model, **data_flags(args), epochs=None,
-                         image_size=args.image_size, weights=str(args.model), limit=args.limit, strict=args.strict,
-                         output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision)
+    config = _detector_config(args, given, output_dir) if given.task == "detect" else _classifier_config(
+        args, given, output_dir)
     return output_dir, lambda load, save: infer_model(given, config, args.runtimes, args.runtime_precision, log=log,
-                                                       save=save, load=load)
+                                                       save=save, load=load, label_map=args.label_map)
+
+
+def _classifier_config(args, given, output_dir: Path):
+    from l40sbench.classify.config import ClassifyConfig
+
+    for flag, value in (("--label-map", args.label_map), ("--score-threshold", args.score_threshold)):
+        if value is not None:
+            raise UserError(f"{flag} is for a detector file; {given.path.name} has one output, not a detector's")
+    return make_config(ClassifyConfig, base=given.name, model=args.model, **data_flags(args), epochs=None,
+                       image_size=args.image_size, weights=str(args.model), limit=args.limit, strict=args.strict,
+                       output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+                       preprocess=args.preprocess)
+
+
+def _detector_config(args, given, output_dir: Path):
+    from l40sbench.detect.config import DetectConfig
+
+    for flag, value in (("--preprocess", args.preprocess), ("--image-size", args.image_size),
+                        ("--layout", args.layout)):
+        if value is not None:
+            raise UserError(f"{flag} is not for a detector file: {given.path.name} takes each image at its own "
+                            "size, as uint8 pixels it scales itself")
+    return make_config(DetectConfig, base=given.name, **data_flags(args), limit=args.limit, strict=args.strict,
+                       output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+                       **({} if args.score_threshold is None else {"score_threshold": args.score_threshold}))
 
 
 def _gate(args) -> None:
     """The devices the figures run on: tf (the reference of a run folder or a Keras file) on the GPU where it can
     use one; an ONNX file's reference, onnxruntime, and OpenVINO beside it on the CPU whatever the host has, so
     TensorFlow's view of the GPUs neither stops nor names that run."""
-    from l40sbench.classify.given_model import kind_of
+    from l40sbench.modelfile.files import kind_of
 
     if args.model is not None and kind_of(args.model) == "onnx":
         from l40sbench.backends.gpu_gate import choose
@@ -188,6 +244,7 @@ def _folder_run(args):
     if _given_flags(args):
         raise UserError(f"{_given_flags(args)[0]} goes with --model: a run folder's test split is read again with "
                         "the run's own settings")
+    _gate(args)
     return args.run_dir, lambda load, save: infer(args.run_dir, args.runtimes, args.runtime_precision, log=log,
                                                   save=save, load=load)
 
@@ -202,8 +259,8 @@ def run(args) -> int:
     resolve(args.runtimes)  # an unknown name fails before anything is read
     one_device(args)
     load = _load_config(args)
-    folder, measure = _model_run(args) if args.model is not None else _folder_run(args)
-    _gate(args)
+    preprocess_without_model(args)
+    folder, measure = _model_run(args, load) if args.model is not None else _folder_run(args)
     saved: dict = {}
 
     def save(record: dict) -> None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from l40sbench.modelfile import detector
+
 BASE_LEARNING_RATE = 0.01  # per 16 images; SGD momentum 0.9, no tuning (as the article)
 SIGNATURE = "serving_default"  # uint8 [1, H, W, 3] in; boxes, classes, scores, num_detections out
-DETECTION_OUTPUTS = ("detection_boxes", "detection_classes", "detection_scores", "num_detections")
+DETECTION_OUTPUTS = detector.OUTPUTS  # the Object Detection API's serving outputs
 
 
 def task_and_model(spec, classes: tuple[str, ...], config, global_batch: int, train, test, placement):

@@ -13,6 +13,7 @@ import numpy as np
 
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.detect.evaluate import evaluate, to_coco_detections
+from l40sbench.modelfile import detector
 from l40sbench.runtimes import agreement
 from l40sbench.runtimes.measure import Workload, tf_row
 from l40sbench.runtimes.registry import convert_saved_model
@@ -21,35 +22,43 @@ SAVED_MODEL_DIR = "saved_model"
 MAP_BOUND = 0.01  # a runtime whose mAP@.5:.95 is more than this below tf's is an accuracy-mismatch
 
 
-def coco_detections(outputs: dict, score_threshold: float) -> list[dict]:
+def coco_detections(outputs: dict, score_threshold: float, sizes: list | None = None,
+                    table: np.ndarray | None = None) -> list[dict]:
     """Stacked serving outputs (one image per row) -> COCO results in original-image pixels.
 
-    Each image's boxes are scaled back with the image_info the same outputs carry
-    (Model Garden's [original size, resized size, scale, offset]).
+    Each image's boxes are scaled back with the image_info the same outputs carry (Model Garden's [original
+    size, resized size, scale, offset]), else, normalised (the Object Detection API's), by its (height, width)
+    in `sizes`; a detector file's class ids go through `table` (modelfile.detector.class_ids).
     """
+    outputs = detector.data_classes(outputs, table)
     detections = []
     for i in range(len(outputs["num_detections"])):
         n = int(np.asarray(outputs["num_detections"][i]).reshape(-1)[0])
         detections += to_coco_detections(
             i + 1, outputs["detection_boxes"][i][:n], np.asarray(outputs["detection_classes"][i][:n]).astype(int),
-            outputs["detection_scores"][i][:n], scale_yx=tuple(np.asarray(outputs["image_info"][i][2]).tolist()),
+            outputs["detection_scores"][i][:n], scale_yx=detector.scale_yx(outputs, i, sizes[i] if sizes else None),
             score_threshold=score_threshold,
         )
     return detections
 
 
-def score(outputs: dict, tf_outputs: dict, ground_truth: dict, score_threshold: float) -> dict:
+def score(outputs: dict, tf_outputs: dict, ground_truth: dict, score_threshold: float, sizes: list | None = None,
+          table: np.ndarray | None = None) -> dict:
     """mAP of a runtime's detections and their agreement with tf's."""
-    accuracy = evaluate(ground_truth, coco_detections(outputs, score_threshold))
+    accuracy = evaluate(ground_truth, coco_detections(outputs, score_threshold, sizes, table))
     return {**accuracy, **agreement.detection(tf_outputs, outputs, len(outputs["num_detections"]), score_threshold)}
 
 
 def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
-             warmup: int, trained_precision: str) -> Workload:
+             warmup: int, trained_precision: str, export=None, sizes: list | None = None,
+             table: np.ndarray | None = None) -> Workload:
+    """The rows' workload; `export` (runtime, precision, folder) -> Artifact: by default the runtimes' converters
+    from `saved_model`."""
     return Workload(
         images=images,
-        export=lambda runtime, precision, folder: convert_saved_model(saved_model, runtime, precision, folder),
-        score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold),
+        export=export or (lambda runtime, precision, folder: convert_saved_model(saved_model, runtime, precision,
+                                                                                 folder)),
+        score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold, sizes, table),
         mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
         warmup=warmup, trained_precision=trained_precision,
     )

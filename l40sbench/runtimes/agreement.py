@@ -10,12 +10,13 @@ MATCH_IOU = 0.5  # a runtime box stands for a tf box when it overlaps it this mu
 def classification(reference: np.ndarray, outputs: np.ndarray, labels: np.ndarray | None) -> dict:
     """Test accuracy (None without labels: a model whose outputs are not the data's classes), the share of
     images whose predicted class agrees with the reference (tf; None for one score per image, whose argmax
-    is always the same), and the largest output gap."""
-    predicted = np.argmax(outputs, axis=1)
+    is always the same, and for an output that is not one vector per image: a feature or segmentation map),
+    and the largest output gap."""
+    scores = outputs.ndim == 2 and outputs.shape[1] > 1
+    predicted = np.argmax(outputs, axis=1) if scores else None
     return {
-        "test_accuracy": None if labels is None else float(np.mean(predicted == labels)),
-        "agreement_with_tf": (float(np.mean(predicted == np.argmax(reference, axis=1)))
-                              if outputs.shape[1] > 1 else None),
+        "test_accuracy": None if labels is None or predicted is None else float(np.mean(predicted == labels)),
+        "agreement_with_tf": float(np.mean(predicted == np.argmax(reference, axis=1))) if scores else None,
         "max_abs_diff_vs_tf": float(np.max(np.abs(outputs.astype(np.float64) - reference))),
     }
 
