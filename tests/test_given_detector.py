@@ -66,9 +66,13 @@ def test_a_detector_savedmodel_and_its_onnx_export_are_scored_alike_by_its_label
     assert onnx["status"] == "ok" and onnx["accuracy"]["matched_share"] == 1.0
     assert onnx["accuracy"]["map_50_95"] == pytest.approx(rows["tf"]["accuracy"]["map_50_95"], abs=0.01)
     # the ONNX file that row timed (tf2onnx's), given as a model of its own: the same mAP
-    again = _infer(onnx["artifact"], tmp_path / "onnx", *STANDIN, "--label-map", labels, "--runtimes", "onnxruntime")
+    again = _infer(onnx["artifact"], tmp_path / "onnx", *STANDIN, "--label-map", labels, "--runtimes", "onnxruntime",
+                   "--scenario", "single-stream", "--duration", "0.5", "--min-queries", "10", "--mode", "accuracy")
     assert again["task"] == "detect" and again["notes"]["reference_runtime"] == "onnxruntime"
     assert again["accuracy"]["map_50_95"] == pytest.approx(record["accuracy"]["map_50_95"], abs=0.01)
+    # LoadGen's accuracy log, scored by the same label map and boxes, gives the probe's mAP
+    (test,) = again["inference"]["scenarios"]
+    assert test["runtime"] == "onnxruntime" and test["accuracy"]["matches_probe"]
     # without the label map its ids are read as the data's in name order: the classes mismatch, the score drops
     unnamed = _infer(colour_detector / "colours", tmp_path / "unnamed", *STANDIN, "--runtimes", "tf")
     assert unnamed["accuracy"]["map_50"] < record["accuracy"]["map_50"]

@@ -213,3 +213,40 @@ def test_bad_model_file_inputs_are_one_line_and_exit_2(files, tmp_path):
     assert not (tmp_path / "out").exists()  # refused before a folder was made
     given = _infer(pooled, tmp_path / "given", "--layout", "nchw", "--image-size", "32", "--runtimes", "onnxruntime")
     assert given["model"]["layout"] == "nchw"
+
+
+@pytest.mark.long
+def test_a_base_fed_the_scaling_it_learnt_on_fine_tunes_better_than_one_fed_raw_pixels(tmp_path):
+    """As a keras.applications model saved to .keras: a small base trained on the stand-in at -1 to 1 (Keras'
+    tf mode), saved without its preprocessing; its head fine-tuned with --preprocess tf learns better, epoch by
+    epoch, than with none (0-255, what every model file was fed before). ImageNet weights are out of reach
+    offline, and a MobileNetV2 of random weights outputs zeros whatever it is fed, so the base is trained here.
+    Here: loss 0.71 -> 0.58 and test accuracy 0.84 against 1.94 -> 0.71 and 0.79 (6 epochs, 200 images a split)."""
+    import keras
+
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.task import load_dataset
+
+    keras.utils.set_random_seed(0)
+    images, _ = load_dataset(ClassifyConfig(limit=200, image_size=32), 32, print)
+    inputs = keras.Input((32, 32, 3))
+    x = inputs
+    for filters in (16, 32, 64):
+        x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
+        x = keras.layers.MaxPooling2D()(keras.layers.ReLU(6.0)(keras.layers.BatchNormalization()(x)))
+    base = keras.Model(inputs, x, name="pretrained")
+    net = keras.Sequential([base, keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(2, activation="softmax")])
+    net.compile("adam", "sparse_categorical_crossentropy")
+    net.fit(scaling.MODES.get("tf").apply(images.x["train"]), images.y["train"], epochs=3, batch_size=16, verbose=0)
+    base.save(tmp_path / "pretrained.keras")
+    keras.backend.clear_session()
+    runs = {}
+    for mode in ("tf", "none"):
+        result = cli_in_process("classify", "--model", tmp_path / "pretrained.keras", "--preprocess", mode,
+                                "--image-size", "32", "--limit", "200", "--epochs", "6", "--batch-size", "16",
+                                "--output-dir", tmp_path / mode)
+        assert result.returncode == 0, result.stderr
+        runs[mode] = _record(tmp_path / mode)
+    losses = {mode: record["train"]["loss_per_epoch"] for mode, record in runs.items()}
+    assert all(fed < raw for fed, raw in zip(losses["tf"], losses["none"], strict=True)), losses
+    assert runs["tf"]["accuracy"]["test_accuracy"] >= runs["none"]["accuracy"]["test_accuracy"]
