@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first GPU run in one command, one try (README.md, "On a GPU machine"; docs/PERFORMANCE.md, "GPU runs"):
+# The first GPU run in one command, one try (docs/gpu.md; docs/PERFORMANCE.md, "GPU runs"):
 # on a machine with JAX and PyTorch and no TensorFlow,
 #
 #   WHEELS=build/gpu-wheels benchmarks/gpu_run.sh OUT_DIR     # the wheels: benchmarks/gpu_wheels.sh
