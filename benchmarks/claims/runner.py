@@ -1,0 +1,103 @@
+"""`python -m benchmarks run`: each claim measured in a process of its own, into one record per claim.
+
+The machine's peak is measured once per run, as every result record measures it (peak.measure.measure_env);
+before each claim the host is watched for 2 s and a busy one refused (another process over a tenth of the
+machine's CPU, or the hypervisor's steal: core.neighbours, the stability guard's rule), and the claim's own
+run is watched the same way, its verdict in the record. A record holds the claim's sentence, the command that
+reproduces it, the sizes, the env (versions, CPU, commit), the peak and each figure with its n and 95 %
+interval (benchmarks/claims/figures.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.claims import Claim, load_all
+from l40sbench.errors import UserError
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results" / "claims"
+WATCH_S = 2.0
+
+
+def command(name: str, quick: bool) -> str:
+    return f"python -m benchmarks run {name}" + (" --quick" if quick else "")
+
+
+def _watched(seconds: float | None = None, work=None) -> dict:
+    """The neighbours of `seconds` of waiting, or of `work()`: core.neighbours' block (its `reasons`)."""
+    from l40sbench.core.neighbours import Watch
+
+    watch = Watch()
+    start = watch.snapshot(time.monotonic())
+    if work is None:
+        time.sleep(seconds)
+    else:
+        work()
+    return watch.between(start, watch.snapshot(time.monotonic()))
+
+
+def _child(claim: Claim, sizes: dict) -> dict:
+    """The claim's figures, measured in a fresh interpreter.
+
+    Raises:
+      RuntimeError: the claim's body failed (its last line).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "figures.json"
+        done = subprocess.run([sys.executable, "-m", "benchmarks", "_one", claim.name, json.dumps(sizes), str(out)],
+                              cwd=REPO, capture_output=True, text=True)
+        if done.returncode != 0 or not out.is_file():
+            lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+            raise RuntimeError(f"{claim.name}: {lines[-1]}")
+        return json.loads(out.read_text())
+
+
+def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> list[Path]:
+    """Measures the claims `names` into output_dir/<name>.json; returns the records written.
+
+    Raises:
+      UserError: an unknown claim, or a busy host (without `anyway`).
+    """
+    from l40sbench.core.env import fingerprint
+    from l40sbench.peak.measure import measure_env
+
+    claims = [load_all().get(name) for name in names]
+    log("measuring the machine's peak (as every run does) ...")
+    peak = measure_env(log=log)
+    env = fingerprint()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for index, claim in enumerate(claims, start=1):
+        before = _watched(WATCH_S)
+        if before["reasons"] and not anyway:
+            raise UserError(f"the host is not quiet ({'; '.join(before['reasons'])}): no claim is timed beside "
+                            "other work (--anyway times it and records it as not quiet)")
+        sizes = claim.quick if quick else claim.sizes
+        log(f"[{index}/{len(claims)}] {claim.name}: {claim.sentence} ({json.dumps(sizes)}) ...")
+        started = time.perf_counter()
+        figures: dict = {}
+        during = _watched(work=lambda claim=claim, sizes=sizes, figures=figures: figures.update(_child(claim, sizes)))
+        seconds = time.perf_counter() - started
+        record = {"claim": claim.name, "topic": claim.topic, "sentence": claim.sentence,
+                  "log_entry": claim.log_entry, "command": command(claim.name, quick), "quick": quick,
+                  "sizes": sizes, "date_utc": env["timestamp_utc"][:10], "env": env, "peak": peak,
+                  "quiet": {"before": before["reasons"], "during": during["reasons"],
+                            "verdict": "quiet" if not (before["reasons"] or during["reasons"]) else "not quiet"},
+                  "seconds": seconds, "figures": figures, "text": claim.text(figures)}
+        path = output_dir / f"{claim.name}.json"
+        path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        log(f"  {record['text']} ({seconds:.0f} s, {record['quiet']['verdict']}) -> {path}")
+        written.append(path)
+    return written
+
+
+def one(name: str, sizes_json: str, out: str) -> None:
+    """The child: one claim's body, its figures to `out`."""
+    figures = load_all().get(name).body(json.loads(sizes_json))
+    Path(out).write_text(json.dumps(figures))

@@ -1,0 +1,57 @@
+"""The suite's speed claims as one registry and one runner (python -m benchmarks): every claim listed, one
+measured into a record of the contract, and docs/PERFORMANCE.md's claims table as `publish` writes it from the
+committed records."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def _benchmarks(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "benchmarks", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_list_names_every_claim_and_the_page_holds_what_publish_writes():
+    from benchmarks.claims import load_all
+    from benchmarks.claims.publish import published, table
+
+    listed = _benchmarks("list")
+    assert listed.returncode == 0, listed.stderr
+    names = load_all().names()
+    assert [line.split()[0] for line in listed.stdout.splitlines()[:-1]] == names
+    assert listed.stdout.splitlines()[-1] == f"{len(names)} claims"
+    # every claim has a record fit to publish, and the committed table is the one publish writes from them
+    assert published() == table()
+
+
+def test_one_claim_measured_quick_is_a_record_of_the_contract_and_not_publishable(tmp_path):
+    from benchmarks.claims.publish import table
+    from l40sbench.errors import UserError
+
+    done = _benchmarks("run", "interval-cost", "--quick", "--anyway", "--output-dir", tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "interval-cost.json").read_text())
+    assert record["command"] == "python -m benchmarks run interval-cost --quick" and record["quick"]
+    assert record["peak"]["matmul"]["float32"]["gflops"] > 0 and record["env"]["suite_commit"]
+    assert record["quiet"]["verdict"] in ("quiet", "not quiet")
+    for figure in record["figures"].values():
+        assert figure["n"] == 2 and len(figure["interval"]) == 2 and figure["value"] > 0
+    with pytest.raises(UserError, match="has no record|--quick"):
+        table(tmp_path)
+    refused = _benchmarks("run", "no-such-claim", "--output-dir", tmp_path)
+    assert refused.returncode == 2 and "unknown claim 'no-such-claim'" in refused.stderr
+
+
+@pytest.mark.long
+def test_every_claim_runs_quick(tmp_path):
+    """A claim whose code broke is found: each at its --quick sizes, seconds each."""
+    from benchmarks.claims import load_all
+
+    done = _benchmarks("run", "--all", "--quick", "--anyway", "--output-dir", tmp_path, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.stem for p in tmp_path.glob("*.json")) == load_all().names()
