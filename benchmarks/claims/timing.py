@@ -1,0 +1,98 @@
+"""Claims on the suite's clocks: a sweep's steps timed in windows, the stability guard's bursts."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import time
+
+from benchmarks.claims import claim
+from benchmarks.claims.figures import figure
+
+
+def _windows_text(f: dict) -> str:
+    ratio = f["ratio"]
+    return (f"windows / every step synced {ratio['value']:.3f} (median of {ratio['n']} rounds' ratios; "
+            f"{1000 * f['synced']['value']:.3f} ms a step synced)")
+
+
+@claim("sweep-windows", "synthetic", "timing a sweep's steps in windows between two syncs changes nothing on a CPU",
+       "Figures that hold on every device", _windows_text, "ratio",
+       sizes={"backend": "jax", "model": "lenet", "batch": 8, "rounds": 10, "steps": 50},
+       quick={"backend": "jax", "model": "lenet", "batch": 2, "rounds": 3, "steps": 10})
+def sweep_windows(sizes: dict) -> dict:
+    """The same compiled sweep step, timed in turns: every step synced (the old clock) and windows of K steps
+    (the sweep's clock). On a GPU the windows let the host's dispatch overlap the device's work; a CPU computes
+    as it dispatches, so the two should agree."""
+    os.environ["KERAS_BACKEND"] = sizes["backend"]
+    import keras
+
+    from l40sbench.backends import load
+    from l40sbench.core.timing import time_batches, time_calls
+    from l40sbench.synthetic.job import Job, StepSettings, window_steps
+    from l40sbench.synthetic.models import MODELS
+    from l40sbench.synthetic.worker import _optimizer
+
+    kernels = load(sizes["backend"])
+    sync = kernels.sync()
+    job = Job(sizes["model"], sizes["batch"], 1, StepSettings(steps=sizes["steps"], backend=sizes["backend"]))
+    step, _, _, _ = kernels.sweep_step(MODELS.get(sizes["model"]), job, _optimizer("sgd", "fp32"),
+                                       keras.losses.sparse_categorical_crossentropy)
+    time_calls(lambda _: step(), range(10), sync=sync)
+    k = window_steps(sizes["steps"])
+    synced, windowed, ratios = [], [], []
+    for _ in range(sizes["rounds"]):
+        each = time_calls(lambda _: step(), range(sizes["steps"]), sync=sync)
+        windows = [w / k for w in time_batches(step, k, sizes["steps"] // k, sync=sync)]
+        synced += each
+        windowed += windows
+        ratios.append(statistics.median(windows) / statistics.median(each))
+    return {"ratio": figure(ratios, "x"), "synced": figure(synced, "s"), "windowed": figure(windowed, "s")}
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+def _guard_text(f: dict) -> str:
+    return (f"a burst {f['burst']['value']:.2f} s; triples' max / min rate {f['quiet']['value']:.2f}x quiet, "
+            f"{f['busy']['value']:.2f}x beside {f['busy_processes']['value']:.0f} spinning processes "
+            f"(medians of {f['quiet']['n']} triples)")
+
+
+@claim("guard-bursts", "stability", "the guard's burst costs under a second, and its triples read a busy machine",
+       "The stability guard", _guard_text, "burst", sizes={"rounds": 10, "busy": 2}, quick={"rounds": 1, "busy": 1})
+def guard_bursts(sizes: dict) -> dict:
+    """Triples of bursts (the guard's start, after training and end) on TensorFlow's CPU, quiet, then with
+    `busy` processes spinning during the later two bursts of each triple."""
+    from l40sbench.backends import load
+    from l40sbench.peak.burst import Guard
+
+    guard = Guard("tensorflow", load("tensorflow").sync())
+    guard.check("warm")
+    out: dict = {"burst": []}
+    for case in ("quiet", "busy"):
+        ratios = []
+        for _ in range(sizes["rounds"]):
+            rates = [guard.check("start").gflops]
+            stop = multiprocessing.Event()
+            spinners = [multiprocessing.Process(target=_spin, args=(stop,))
+                        for _ in range(sizes["busy"] if case == "busy" else 0)]
+            for process in spinners:
+                process.start()
+            time.sleep(0.2 if spinners else 0)
+            for moment in ("after training", "end"):
+                measured = guard.check(moment)
+                rates.append(measured.gflops)
+                if case == "quiet":
+                    out["burst"].append(measured.seconds)
+            stop.set()
+            for process in spinners:
+                process.join()
+            ratios.append(max(rates) / min(rates))
+        out[case] = figure(ratios, "x")
+    out["burst"] = figure(out["burst"], "s")
+    out["busy_processes"] = figure([sizes["busy"]], "processes")
+    return out
