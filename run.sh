@@ -153,7 +153,7 @@ if [ "${1:-}" = "test" ]; then
     exit 0
   fi
   # ./run.sh test --benchmarks [--update-baseline]: the speed benchmarks alone, their table,
-  # then the gate's verdicts (benchmarks/gate.py); the JSON stays under results/ci/.
+  # then the gate's verdicts (tests/benchmarks/gate.py); the JSON stays under results/ci/.
   shift
   gate=()
   if [ "${1:-}" = "--update-baseline" ]; then gate=(--update); shift; fi
@@ -164,13 +164,13 @@ if [ "${1:-}" = "test" ]; then
   "${bench[@]}" tests/benchmarks --benchmark-json="$json" "$@"
   if [ ${#gate[@]} -eq 0 ]; then
     # A timed figure that failed is measured once more, its benchmark alone; it fails only if both tries do.
-    mapfile -t again < <("$venv/bin/python" benchmarks/gate.py --retry-list "$json")
+    mapfile -t again < <("$venv/bin/python" tests/benchmarks/gate.py --retry-list "$json")
     if [ ${#again[@]} -gt 0 ]; then
       echo "run.sh: measuring once more what the gate would fail: ${again[*]}" >&2
       "${bench[@]}" --benchmark-json="${json%.json}-retry.json" "${again[@]}"
-      exec "$venv/bin/python" benchmarks/gate.py "$json" --retry "${json%.json}-retry.json"
+      exec "$venv/bin/python" tests/benchmarks/gate.py "$json" --retry "${json%.json}-retry.json"
     fi
   fi
-  exec "$venv/bin/python" benchmarks/gate.py "${gate[@]}" "$json"
+  exec "$venv/bin/python" tests/benchmarks/gate.py "${gate[@]}" "$json"
 fi
 exec "$venv/bin/l40sbench" "$@"

@@ -1,5 +1,5 @@
 """Exact structure of every registered model: parameters and the profiler's forward FLOPs, the figures
-benchmarks/baseline.json holds under "exact".
+tests/benchmarks/baseline.json holds under "exact".
 
 The timed gates compare the product with a reference, so a change both sides share (a layer doubled in
 synthetic/papers.py, a head changed in classify/model.py) moves neither ratio. These figures catch it: they are
@@ -23,7 +23,7 @@ from l40sbench.classify.bases import NAMED
 from l40sbench.detect.bases import DETECTORS, STUDIED
 from l40sbench.synthetic.models import MODELS
 
-BASELINE = Path(__file__).resolve().parents[1] / "benchmarks" / "baseline.json"
+BASELINE = Path(__file__).resolve().parent / "benchmarks" / "baseline.json"
 
 CLASSIFY_SIZE = 96  # above every base's minimum
 DETECT_SIZE = 128  # the smallest size every detector's feature levels fit
@@ -84,7 +84,7 @@ def figures(family: str, name: str, check=None):
 
 
 def names(family: str, name: str) -> tuple[str, str]:
-    """The figures' names in benchmarks/baseline.json."""
+    """The figures' names in tests/benchmarks/baseline.json."""
     return f"structure.{family}.{name}.parameters", f"structure.{family}.{name}.forward_gflops"
 
 

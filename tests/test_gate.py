@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from benchmarks import gate
+from tests.benchmarks import gate
 from tests.benchmarks.conftest import References
 
 

@@ -1,4 +1,4 @@
-"""Every registered model's exact structure figures against benchmarks/baseline.json (tests/structure_figures.py
+"""Every registered model's exact structure figures against tests/benchmarks/baseline.json (tests/structure_figures.py
 says why they are gated), each model built once; a synthetic model also runs a small batch and matches its
 citation on that build."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks.gate import _same
+from tests.benchmarks.gate import _same
 from tests.structure_figures import BASELINE, every_model, figures, names
 from tests.test_synthetic import check_citation
 

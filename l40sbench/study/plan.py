@@ -44,7 +44,7 @@ LEADERGPU_MODELS = ("alexnet", "googlenet", "inceptionv3", "inceptionv4", "lenet
                     "resnet152", "resnet50", "vgg11", "vgg16", "vgg19")
 LEADERGPU_BATCHES = (32, 64, 128, 256, 512)
 QUICK_SWEEP = {"models": ("lenet", "alexnet"), "batches": (4,), "steps": 2}
-# Forward GFLOP per image at each model's own size: the suite's own counts (benchmarks/baseline.json,
+# Forward GFLOP per image at each model's own size: the suite's own counts (tests/benchmarks/baseline.json,
 # structure.synthetic.*); a training step is three forwards, run at about half the peak (docs/performance-log.md,
 # "Utilisation of the measured matmul rate": 47-89 % on a CPU).
 SWEEP_GFLOPS = {"alexnet": 1.68, "googlenet": 3.18, "inceptionv3": 11.47, "inceptionv4": 24.58, "lenet": 0.03,

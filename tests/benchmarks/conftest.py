@@ -4,13 +4,13 @@ Each gated benchmark times the product's path with `benchmark.pedantic` and,
 before every round and outside that clock, the reference it is compared with
 (a bare loop, a decode, the calibration convolution): the two sides take turns,
 so drift on this shared host falls on both. The figure that results goes into
-`benchmark.extra_info["gates"]`, where benchmarks/gate.py reads it from the
+`benchmark.extra_info["gates"]`, where tests/benchmarks/gate.py reads it from the
 JSON that `--benchmark-json` writes.
 
 Three kinds of figure:
 - a ratio with fixed bounds ("max", "min"), true on any machine (probe / bare loop);
 - a normalised time (the product's time over a reference timed in the same
-  rounds) that benchmarks/gate.py compares with benchmarks/baseline.json;
+  rounds) that tests/benchmarks/gate.py compares with tests/benchmarks/baseline.json;
 - an exact structural figure (parameters, forward FLOPs of every registered
   model: test_structure_bench.py) that must equal its baseline.
 
@@ -96,7 +96,7 @@ def record_gate(benchmark, name: str, value: float, *, what: str, maximum: float
     """Adds one gated figure to the benchmark's extra_info.
 
     maximum / minimum: fixed bounds of a same-run ratio; baseline: compared with its figure in
-    benchmarks/baseline.json within the gate's threshold both ways; exact: a structural figure
+    tests/benchmarks/baseline.json within the gate's threshold both ways; exact: a structural figure
     that must equal its baseline.
     """
     benchmark.extra_info.setdefault("gates", {})[name] = {

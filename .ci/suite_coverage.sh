@@ -2,8 +2,8 @@
 # Line coverage of l40sbench/ by a tier of the test suite, by module, child processes included (coverage's
 # `patch = subprocess`): what docs/PERFORMANCE.md, "The test suite's time", quotes for the merge tier.
 #
-#   benchmarks/suite_coverage.sh [OUT.txt]          # the merge tier (what CI runs)
-#   FULL=1 benchmarks/suite_coverage.sh [OUT.txt]   # both tiers
+#   .ci/suite_coverage.sh [OUT.txt]          # the merge tier (what CI runs)
+#   FULL=1 .ci/suite_coverage.sh [OUT.txt]   # both tiers
 #   MISSING=1 ...                                   # with the line numbers not run, module by module
 #
 # Installs pyproject.toml's [coverage] extra into .venv first (not part of CI's install). Nothing else may run

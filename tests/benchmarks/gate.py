@@ -8,7 +8,7 @@ benchmark records, in `extra_info["gates"]`, figures of three kinds
 - a same-run ratio with fixed bounds (`max`, `min`): fails outside them;
 - a normalised time (`baseline: true`): the product's time over a reference
   timed in the same rounds; fails when it is more than THRESHOLD times the
-  figure in benchmarks/baseline.json, or less than 1 / THRESHOLD times it (a
+  figure in tests/benchmarks/baseline.json, or less than 1 / THRESHOLD times it (a
   product that got much faster than its reference skips work, or the
   reference slowed). docs/performance-log.md, "The CI speed gate" has the measured
   run-to-run spread behind the threshold;
@@ -27,9 +27,9 @@ host slows one try, a regression both). Exact figures are never retried. Every
 line says how far its figure sits from its bound.
 
 Usage:
-  python benchmarks/gate.py RESULTS.json [--retry AGAIN.json]  # verdicts; exit 1 on a regression
-  python benchmarks/gate.py --retry-list RESULTS.json          # the benchmarks whose timed figures failed
-  python benchmarks/gate.py --update RESULTS.json [...]        # new baseline: per figure the median of the runs
+  python tests/benchmarks/gate.py RESULTS.json [--retry AGAIN.json]  # verdicts; exit 1 on a regression
+  python tests/benchmarks/gate.py --retry-list RESULTS.json          # the benchmarks whose timed figures failed
+  python tests/benchmarks/gate.py --update RESULTS.json [...]        # new baseline: per figure the median of the runs
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ and prints per figure the value of every run, its spread, and each value as a
 multiple of the committed baseline, then the gate's verdict on every run.
 
 Usage:
-  .venv/bin/python benchmarks/gate_noise.py --runs 5 --label default
-  .venv/bin/python benchmarks/gate_noise.py --runs 2 --label avx2 --env ONEDNN_MAX_CPU_ISA=AVX2
-  .venv/bin/python benchmarks/gate_noise.py --runs 1 --label avx2-slow --env ONEDNN_MAX_CPU_ISA=AVX2 \
+  .venv/bin/python tests/benchmarks/gate_noise.py --runs 5 --label default
+  .venv/bin/python tests/benchmarks/gate_noise.py --runs 2 --label avx2 --env ONEDNN_MAX_CPU_ISA=AVX2
+  .venv/bin/python tests/benchmarks/gate_noise.py --runs 1 --label avx2-slow --env ONEDNN_MAX_CPU_ISA=AVX2 \
       --env L40SBENCH_BENCH_SLOWDOWN=1.5
-  .venv/bin/python benchmarks/gate.py --update results/ci/noise-default-*.json   # a baseline from such runs
+  .venv/bin/python tests/benchmarks/gate.py --update results/ci/noise-default-*.json   # a baseline from such runs
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks import gate  # noqa: E402
+from tests.benchmarks import gate  # noqa: E402
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ This times `import <module>` in fresh processes, taking turns:
   is found and every module is compiled again, as in a venv installed without bytecode.
 The float32 matmul peak (l40sbench.peak, tensorflow's kernels) measured after the rounds calibrates the times.
 
-Usage: .venv/bin/python benchmarks/import_bytecode.py [--rounds 3] [--modules tensorflow,jax,l40sbench.cli]
+Usage: .venv/bin/python .ci/import_bytecode.py [--rounds 3] [--modules tensorflow,jax,l40sbench.cli]
 """
 
 from __future__ import annotations
