@@ -29,8 +29,8 @@ from unittest import mock
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
 from benchmarks.gpu_refusal import standin_driver  # noqa: E402
+from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 
 
 def _seconds(call, rounds: int) -> dict:

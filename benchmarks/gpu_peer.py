@@ -82,19 +82,6 @@ class Writer:
         partial.replace(self.path)
 
 
-def host_matmul_gflops(size: int = 1024, repeats: int = 5) -> float:
-    """The host's calibration beside the figures: NumPy's float32 size x size matmul, best of `repeats`."""
-    import numpy as np
-
-    a = np.random.default_rng(0).random((size, size), dtype=np.float32)
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - started)
-    return 2 * size**3 / best / 1e9
-
-
 def _figures(seconds_per_batch: float, batch: int, gflops: float | None, iqr: float | None = None) -> dict:
     rate = batch / seconds_per_batch
     return {"ms_per_batch": 1e3 * seconds_per_batch, "ms_iqr": None if iqr is None else 1e3 * iqr,
@@ -256,10 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_peer: {error}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    from l40sbench.peak.host import KERNEL, matmul_gflops
+
     writer = Writer(args.out, {"side": args.side, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "deadline_s": args.deadline_s, "pid": os.getpid(),
-                               "host_matmul_gflops": host_matmul_gflops(),
-                               "host_matmul": "NumPy float32 1024 x 1024 matmul, best of 5, before the rows"})
+                               "host_matmul_gflops": matmul_gflops(),
+                               "host_matmul": f"{KERNEL}, before the rows"})
     (timm_side if args.side == "timm" else keras_side)(args, writer, deadline)
     return 0
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
 from benchmarks.timed_cli import timed_rounds  # noqa: E402
+from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 
 COMMANDS = {
     "classify (tensorflow)": ["classify", "--base", "vgg19", "--epochs", "1", "--limit", "8", "--image-size", "32"],

@@ -15,8 +15,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
 from benchmarks.timed_cli import timed_rounds  # noqa: E402
+from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 
 COMMANDS = {"classify --list-bases": ["classify", "--list-bases"], "detect --list-bases": ["detect", "--list-bases"],
             "--version (the CLI's own start)": ["--version"]}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402
+from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 from l40sbench.study import memory  # noqa: E402
 from l40sbench.study.plan import CLASSIFY, DETECT, DETECT_SIZE, STANDIN_IMAGES  # noqa: E402
 

@@ -19,8 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.gpu_peer import host_matmul_gflops  # noqa: E402  (the GPU run's host calibration, the same figure)
 from benchmarks.timed_cli import timed_cli  # noqa: E402
+from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 
 
 def main() -> int:

@@ -33,6 +33,12 @@ def cpu_peak(device: str | None, clock: Callable[[], float] = time.perf_counter)
                                    "samples_gflops": rates}}}
 
 
+def matmul_gflops() -> float:
+    """The CPU's float32 matmul rate alone (GFLOP/s, cpu_peak's best sample): the calibration printed beside a
+    figure timed on the host (benchmarks/, the GPU run's peer table)."""
+    return cpu_peak(None)["matmul"]["float32"]["gflops"]
+
+
 def with_cpu_peak(env: dict, devices: Iterable[str]) -> dict:
     """`env` with its CPU's peak where the run's peak is a GPU's and a row ran on the CPU (`devices`: each row's
     device); unchanged otherwise, or where it already holds one."""
