@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.timed_cli import timed_rounds  # noqa: E402
+from benchmarks.claims.figures import timed_rounds  # noqa: E402
 from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 
 COMMANDS = {"classify --list-bases": ["classify", "--list-bases"], "detect --list-bases": ["detect", "--list-bases"],

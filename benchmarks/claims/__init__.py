@@ -58,6 +58,6 @@ def claim(name: str, topic: str, sentence: str, log_entry: str, text: Callable[[
 
 def load_all() -> Registry[Claim]:
     """The registry with every claim module imported (each registers its claims)."""
-    from benchmarks.claims import classify, machine, telemetry, timing  # noqa: F401
+    from benchmarks.claims import classify, devices, machine, telemetry, timing  # noqa: F401
 
     return CLAIMS

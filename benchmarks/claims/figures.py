@@ -1,10 +1,11 @@
 """What the claims share: a figure with its n and 95 % interval (the record contract's), A and B timed in turns,
-a command timed in fresh processes."""
+a command of the suite timed in fresh interpreters."""
 
 from __future__ import annotations
 
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -45,17 +46,21 @@ def turns(a: Callable[[], None], b: Callable[[], None], blocks: int, calls: int,
     return {"a": arms["a"], "b": arms["b"], "ratios": ratios}
 
 
-def fresh_process(command: list[str], rounds: int, timeout_s: float = 600.0) -> list[float]:
-    """Wall seconds of `command` in a fresh process, `rounds` times.
+def timed_cli(argv: list[str], **run) -> tuple[float, subprocess.CompletedProcess]:
+    """(seconds, the finished process) of `python -m l40sbench ARGV` in a fresh interpreter, as a user runs it
+    (the interpreter's start and imports included), its output captured as text; `run` goes to subprocess.run
+    (cwd, env, timeout, check)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "l40sbench", *argv], capture_output=True, text=True, **run)
+    return time.perf_counter() - started, done
 
-    Raises:
-      RuntimeError: the command failed.
-    """
-    seconds = []
+
+def timed_rounds(argv: list[str], rounds: int, after=lambda done: None, **run) -> tuple[list[float], object]:
+    """The seconds of `rounds` timed_cli calls of ARGV, and the last finished process; after(process) runs
+    between calls, outside the clock (a check of what the call left)."""
+    walls, done = [], None
     for _ in range(rounds):
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-        seconds.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    return seconds
+        seconds, done = timed_cli(argv, **run)
+        walls.append(seconds)
+        after(done)
+    return walls, done

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from benchmarks.claims import claim
-from benchmarks.claims.figures import figure, fresh_process, turns
+from benchmarks.claims.figures import figure, timed_rounds, turns
 
 
 def _stand_in():
@@ -65,4 +64,5 @@ def sampler_cost(sizes: dict) -> dict:
        lambda f: f"{f['seconds']['value']:.1f} s (median of {f['seconds']['n']} fresh processes)", "seconds",
        sizes={"rounds": 3}, quick={"rounds": 1})
 def env_time(sizes: dict) -> dict:
-    return {"seconds": figure(fresh_process([sys.executable, "-m", "l40sbench", "env"], sizes["rounds"]), "s")}
+    seconds, done = timed_rounds(["env"], sizes["rounds"], check=True)
+    return {"seconds": figure(seconds, "s")}
