@@ -52,7 +52,7 @@ def _refusal_text(f: dict) -> str:
 
 @claim("gpu-refusal", "devices",
        "a GPU the backend cannot use stops each command that computes before anything is measured",
-       "The GPU check on real host shapes", _refusal_text, "classify_tensorflow", sizes={"rounds": 2},
+       "The GPU check on real host shapes", _refusal_text, "classify_tensorflow", sizes={"rounds": 3},
        quick={"rounds": 1})
 def gpu_refusal(sizes: dict) -> dict:
     """Each command that computes, in a fresh interpreter as a user runs it, against the stand-in's L40S.
