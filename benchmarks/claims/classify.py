@@ -102,3 +102,23 @@ def probe_overhead(sizes: dict) -> dict:
         model.predict(image[None], verbose=0)
         predict.append((time.perf_counter() - started) * 1000 / probe)
     return {"ratio": figure(ratios, "x"), "predict": figure(predict, "x"), "probe_ms": figure(probe_ms, "ms")}
+
+
+LISTINGS = {"classify": ["classify", "--list-bases"], "detect": ["detect", "--list-bases"], "version": ["--version"]}
+
+
+def _listing_text(f: dict) -> str:
+    return (f"`classify --list-bases` {f['classify']['value']:.2f} s, `detect --list-bases` "
+            f"{f['detect']['value']:.2f} s, the CLI's own start (`--version`) {f['version']['value']:.2f} s "
+            f"(medians of {f['classify']['n']} fresh processes)")
+
+
+@claim("list-bases", "classification", "listing every base is instant (under 3 s): it reads a table, not Keras",
+       "Classification (this page)", _listing_text, "classify", sizes={"rounds": 5}, quick={"rounds": 1})
+def list_bases(sizes: dict) -> dict:
+    """`classify --list-bases` and `detect --list-bases` in fresh interpreters as a user runs them, beside the
+    CLI's own start."""
+    from benchmarks.claims.figures import timed_rounds
+
+    return {name: figure(timed_rounds(argv, sizes["rounds"], timeout=120, check=True)[0], "s")
+            for name, argv in LISTINGS.items()}
