@@ -96,3 +96,59 @@ def guard_bursts(sizes: dict) -> dict:
     out["burst"] = figure(out["burst"], "s")
     out["busy_processes"] = figure([sizes["busy"]], "processes")
     return out
+
+
+def _classify_run(flags: list[str], out, busy: int) -> tuple[dict, float]:
+    """A classify run as a user starts it, `busy` processes spinning from the end of its first epoch to its end:
+    (its record, its wall seconds)."""
+    import json
+    import re
+    import subprocess
+    import sys
+
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "l40sbench", "classify", *flags, "--output-dir", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    spinners = []
+    for line in process.stderr:
+        if busy and not spinners and re.match(r"epoch 1/\d+:", line):
+            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    process.wait()
+    for spinner in spinners:
+        spinner.kill()
+    return json.loads((out / "result.json").read_text()), time.perf_counter() - started
+
+
+def _per_run_text(f: dict) -> str:
+    return (f"the guard {f['cost']['value']:.2f} s of a {f['wall']['value']:.1f} s tiny run "
+            f"({100 * f['share']['value']:.1f} %); bursts' max / min rate {f['quiet']['value']:.2f}x quiet, "
+            f"{f['busy']['value']:.2f}x beside spinning processes (medians of {f['cost']['n']} runs each)")
+
+
+@claim("guard-per-run", "stability", "the guard costs a run about two seconds, and a busy machine reads unstable",
+       "The stability guard", _per_run_text, "cost",
+       sizes={"rounds": 3, "busy": 2, "flags": ["--base", "vgg19", "--image-size", "96", "--limit", "8",
+                                                "--batch-size", "4", "--epochs", "3", "--weights", "none"]},
+       quick={"rounds": 1, "busy": 1, "flags": ["--base", "vgg19", "--image-size", "32", "--limit", "8",
+                                                "--batch-size", "4", "--epochs", "1", "--weights", "none"]})
+def guard_per_run(sizes: dict) -> dict:
+    """The tests' tiny vgg19 run, quiet and with processes spinning from its first epoch's end, in turns: the
+    guard's bursts' seconds against the run's wall time, and how far apart the bursts' rates fall."""
+    import tempfile
+    from pathlib import Path
+
+    out: dict = {"cost": [], "wall": [], "share": [], "quiet": [], "busy": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for index in range(sizes["rounds"]):
+            for case, busy in (("quiet", 0), ("busy", sizes["busy"])):
+                record, wall = _classify_run(sizes["flags"], Path(scratch) / f"{case}-{index}", busy)
+                bursts = record["stability"]["speed"]["bursts"]
+                rates = [b["gflops"] for b in bursts]
+                out[case].append(max(rates) / min(rates))
+                if case == "quiet":
+                    cost = sum(b["seconds"] for b in bursts)
+                    out["cost"].append(cost)
+                    out["wall"].append(wall)
+                    out["share"].append(cost / wall)
+    return {"cost": figure(out["cost"], "s"), "wall": figure(out["wall"], "s"), "share": figure(out["share"], "x"),
+            "quiet": figure(out["quiet"], "x"), "busy": figure(out["busy"], "x")}
