@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tests.conftest import assert_one_line_exit_2, cli_in_process, export_dir
+from tests.test_infer_model import infer_record
 
 STANDIN = ("--limit", "12")  # 12 test images of detect's stand-in
 # The detector's own class ids, in another order than the data's (apple, banana, orange by name): RGB of each
@@ -47,15 +48,9 @@ def colour_detector(tmp_path_factory):
     return folder
 
 
-def _infer(path, out, *flags) -> dict:
-    result = cli_in_process("infer", "--model", path, *flags, "--output-dir", out)
-    assert result.returncode == 0, result.stderr
-    return json.loads((out / "result.json").read_text())
-
-
 def test_a_detector_savedmodel_and_its_onnx_export_are_scored_alike_by_its_label_map(colour_detector, tmp_path):
     labels = colour_detector / "labels.pbtxt"
-    record = _infer(colour_detector / "colours", tmp_path / "sm", *STANDIN, "--label-map", labels,
+    record = infer_record(colour_detector / "colours", tmp_path / "sm", *STANDIN, "--label-map", labels,
                     "--runtimes", "onnxruntime")
     assert record["task"] == "detect" and record["train"]["epochs"] == 0 and record["dataset"]["test_images"] == 12
     assert record["model"]["mapped"] == {"1": "orange", "2": "apple", "3": "banana"}
@@ -66,7 +61,7 @@ def test_a_detector_savedmodel_and_its_onnx_export_are_scored_alike_by_its_label
     assert onnx["status"] == "ok" and onnx["accuracy"]["matched_share"] == 1.0
     assert onnx["accuracy"]["map_50_95"] == pytest.approx(rows["tf"]["accuracy"]["map_50_95"], abs=0.01)
     # the ONNX file that row timed (tf2onnx's), given as a model of its own: the same mAP
-    again = _infer(onnx["artifact"], tmp_path / "onnx", *STANDIN, "--label-map", labels, "--runtimes", "onnxruntime",
+    again = infer_record(onnx["artifact"], tmp_path / "onnx", *STANDIN, "--label-map", labels, "--runtimes", "onnxruntime",
                    "--scenario", "single-stream", "--duration", "0.5", "--min-queries", "10", "--mode", "accuracy")
     assert again["task"] == "detect" and again["notes"]["reference_runtime"] == "onnxruntime"
     assert again["accuracy"]["map_50_95"] == pytest.approx(record["accuracy"]["map_50_95"], abs=0.01)
@@ -74,7 +69,7 @@ def test_a_detector_savedmodel_and_its_onnx_export_are_scored_alike_by_its_label
     (test,) = again["inference"]["scenarios"]
     assert test["runtime"] == "onnxruntime" and test["accuracy"]["matches_probe"]
     # without the label map its ids are read as the data's in name order: the classes mismatch, the score drops
-    unnamed = _infer(colour_detector / "colours", tmp_path / "unnamed", *STANDIN, "--runtimes", "tf")
+    unnamed = infer_record(colour_detector / "colours", tmp_path / "unnamed", *STANDIN, "--runtimes", "tf")
     assert unnamed["accuracy"]["map_50"] < record["accuracy"]["map_50"]
     assert "in name order from 1" in unnamed["model"]["class_ids"]
 
@@ -84,7 +79,7 @@ def test_a_detect_runs_own_savedmodel_scores_as_the_run_did(tiny_runs, tmp_path)
     """Model Garden's outputs carry image_info: its boxes are scaled back by it, as `detect` scores them (about
     40 s here; the merge tier times the colour detector's SavedModel and its ONNX export)."""
     run = json.loads((tiny_runs["ssd_resnet50_fpn"] / "result.json").read_text())
-    record = _infer(export_dir(tiny_runs["ssd_resnet50_fpn"]), tmp_path / "own", "--limit",
+    record = infer_record(export_dir(tiny_runs["ssd_resnet50_fpn"]), tmp_path / "own", "--limit",
                     str(run["config"]["limit"]), "--runtimes", "tf")
     assert record["task"] == "detect" and record["model"]["classes"] == run["model"]["classes"]
     assert record["accuracy"]["detections"] == run["accuracy"]["detections"]
@@ -98,7 +93,7 @@ def test_a_detect_runs_onnx_export_scores_as_the_run_did(tiny_runs, tmp_path):
 
     run = json.loads((tiny_runs["ssd_resnet50_fpn"] / "result.json").read_text())
     exported = saved_model_to_onnx(export_dir(tiny_runs["ssd_resnet50_fpn"]), "fp32", tmp_path, "serving_default")
-    record = _infer(exported.path, tmp_path / "onnx", "--limit", str(run["config"]["limit"]))
+    record = infer_record(exported.path, tmp_path / "onnx", "--limit", str(run["config"]["limit"]))
     assert record["accuracy"]["detections"] == run["accuracy"]["detections"]
     assert record["accuracy"]["map_50_95"] == pytest.approx(run["accuracy"]["map_50_95"], abs=0.01)
 

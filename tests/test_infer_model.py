@@ -34,12 +34,21 @@ def files(tmp_path_factory):
     return folder
 
 
-def _record(folder):
+def record_in(folder):
     return json.loads((folder / "result.json").read_text())
 
 
-def _rows(record):
+def rows_by_runtime(record):
     return {row["runtime"]: row for row in record["inference"]["runtimes"]}
+
+
+def infer_record(path, out, *flags) -> dict:
+    """`infer --model PATH FLAGS` into `out`: its record, after a clean exit that printed nothing of TensorFlow's
+    profiler."""
+    result = cli_in_process("infer", "--model", path, *flags, "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert "is deprecated" not in result.stderr  # TensorFlow's profiler says nothing of its own
+    return record_in(out)
 
 
 def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, tmp_path):
@@ -47,12 +56,12 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
     result = cli_in_process("infer", "--model", files / "pets.keras", *DATA, "--runtimes", "onnxruntime",
                             "--output-dir", out)
     assert result.returncode == 0, result.stderr
-    record = _record(out)
+    record = record_in(out)
     assert record["task"] == "classify" and record["complete"] and record["train"]["epochs"] == 0
     assert record["config"]["image_size"] == 64  # the size the file declares
     digest = hashlib.sha256((files / "pets.keras").read_bytes()).hexdigest()
     assert record["model"]["file"]["sha256"] == digest and record["model"]["kind"] == "keras"
-    rows = _rows(record)
+    rows = rows_by_runtime(record)
     assert set(rows) == {"tf", "onnxruntime"}
     for row in rows.values():
         assert row["status"] == "ok", row
@@ -74,13 +83,13 @@ def test_its_onnx_export_is_timed_on_the_runtimes_that_read_onnx(files, tmp_path
                             "--scenario", "single-stream", "--duration", "0.5", "--min-queries", "10",
                             "--mode", "accuracy", "--output-dir", out)
     assert result.returncode == 0, result.stderr
-    record = _record(out)
+    record = record_in(out)
     assert record["notes"]["reference_runtime"] == "onnxruntime"
     # a CPU run whatever the host's GPUs: said first, and in the record
     assert f"infer --model {files / 'pets.onnx'}: on the CPU (onnxruntime's CPU provider is the reference)" in result.stderr
     choice = record["env"]["device_choice"]
     assert choice["chosen"] == "cpu" and choice["why"].startswith("an ONNX file: onnxruntime (the reference)")
-    rows = _rows(record)
+    rows = rows_by_runtime(record)
     assert rows["onnxruntime"]["status"] == "ok" and rows["onnxruntime"]["device"] == "CPU"  # OpenVINO reading an ONNX file: the NCHW test below
     # LoadGen as `infer RUN_DIR` runs it: its accuracy log scored as the probe's outputs were
     tests = {entry["runtime"]: entry for entry in record["inference"]["scenarios"]}
@@ -102,8 +111,8 @@ def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path, mo
     result = cli_in_process("infer", "--model", files / "pets_sm", *DATA, "--runtimes", "onnxruntime",
                             "--preprocess", "none", "--output-dir", out)  # its Rescaling is inside the signature
     assert result.returncode == 0, result.stderr
-    record = _record(out)
-    rows = _rows(record)
+    record = record_in(out)
+    rows = rows_by_runtime(record)
     assert list(rows) == ["tf", "tf-cpu", "onnxruntime"]
     assert rows["tf-cpu"]["status"] == "ok" and rows["tf-cpu"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-4
     assert record["config"]["image_size"] == 64 and record["model"]["kind"] == "savedmodel"
@@ -115,7 +124,7 @@ def test_a_savedmodel_folder_is_timed_with_its_declared_size(files, tmp_path, mo
 
     counted = forward_gflops(keras.saving.load_model(files / "pets.keras"), 64)
     assert counted > 0 and record["utilisation"]["forward_gflops_per_image"] == pytest.approx(counted)
-    assert _rows(record)["tf"]["accuracy"]["test_accuracy"] is not None
+    assert rows_by_runtime(record)["tf"]["accuracy"]["test_accuracy"] is not None
     again = cli_in_process("infer", out)  # nothing to reload from: said in one line
     assert_one_line_exit_2(again, "infer --model")
 
@@ -173,9 +182,9 @@ def test_an_onnx_file_taking_nchw_with_other_classes_is_fed_so_and_scored_for_ag
     result = cli_in_process("infer", "--model", path, *DATA, "--runtimes", "onnxruntime,openvino",
                             "--output-dir", out)
     assert result.returncode == 0, result.stderr
-    record = _record(out)
+    record = record_in(out)
     assert record["config"]["image_size"] == 48
     assert "3 classes, the data's 2" in record["notes"]["accuracy"] and record["accuracy"]["test_accuracy"] is None
-    rows = _rows(record)
+    rows = rows_by_runtime(record)
     assert rows["openvino"]["status"] == "ok" and rows["openvino"]["accuracy"]["agreement_with_tf"] == 1.0
     assert rows["openvino"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-3  # the same channel means: fed NCHW alike

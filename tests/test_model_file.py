@@ -1,32 +1,21 @@
 """A model file measured as it expects: its input scaling (--preprocess), its precision, its fixed batch, its
 layout and any output (l40sbench.modelfile)."""
 
-import json
 
 import numpy as np
 import pytest
 
 from l40sbench.modelfile import scaling
 from tests.conftest import assert_one_line_exit_2, cli_in_process
+from tests.test_infer_model import infer_record, record_in, rows_by_runtime
 
 DATA = ("--limit", "8")
 TINY = ("--image-size", "32", "--limit", "8", "--batch-size", "4", "--epochs", "1")
 
 
-def _record(folder):
-    return json.loads((folder / "result.json").read_text())
-
-
-def _rows(record):
-    return {row["runtime"]: row for row in record["inference"]["runtimes"]}
-
-
 def _infer(path, out, *flags) -> dict:
     """infer --model PATH on 8 images per split into `out`: its record, after a clean exit."""
-    result = cli_in_process("infer", "--model", path, *DATA, *flags, "--output-dir", out)
-    assert result.returncode == 0, result.stderr
-    assert "is deprecated" not in result.stderr  # TensorFlow's profiler says nothing of its own
-    return _record(out)
+    return infer_record(path, out, *DATA, *flags)
 
 
 def test_the_modes_scale_as_keras_own_preprocess_input_does():
@@ -130,7 +119,7 @@ def test_classify_model_feeds_the_scaling_asked_and_trains_in_bfloat16(files, tm
     result = cli_in_process("classify", "--model", files / "bare.keras", *TINY, "--preprocess", "tf",
                             "--precision", "mixed_bfloat16", "--fine-tune", "all", "--output-dir", out)
     assert result.returncode == 0, result.stderr
-    record = _record(out)
+    record = record_in(out)
     assert record["model"]["preprocess"]["mode"] == "tf" and record["model"]["preprocess"]["known"]
     assert record["model"]["compute_dtypes"] == {"bfloat16": 3}
     assert record["config"]["preprocess"] == "tf" and record["devices"]["trained_weight_max_change"] > 0
@@ -146,7 +135,7 @@ def test_classify_model_feeds_the_scaling_asked_and_trains_in_bfloat16(files, tm
 
 def test_a_feature_map_is_timed_and_compared_by_its_output_gap(files, tmp_path):
     record = _infer(files / "backbone.keras", tmp_path / "run", "--runtimes", "onnxruntime")
-    row = _rows(record)["onnxruntime"]
+    row = rows_by_runtime(record)["onnxruntime"]
     assert row["status"] == "ok" and row["accuracy"]["agreement_with_tf"] is None
     assert row["accuracy"]["max_abs_diff_vs_tf"] < 1e-3 and record["accuracy"]["test_accuracy"] is None
     assert "a map of shape (15, 15, 8) per image" in record["notes"]["accuracy"]
@@ -156,7 +145,7 @@ def test_a_feature_map_is_timed_and_compared_by_its_output_gap(files, tmp_path):
 def test_an_unknown_scaling_leaves_the_accuracy_out_and_a_stated_one_scores_it(files, tmp_path):
     record = _infer(files / "bare.keras", tmp_path / "unknown", "--runtimes", "tf")
     assert record["accuracy"]["test_accuracy"] is None and "test accuracy left out" in record["notes"]["accuracy"]
-    assert _rows(record)["tf"]["accuracy"]["agreement_with_tf"] == 1.0  # agreement is still reported
+    assert rows_by_runtime(record)["tf"]["accuracy"]["agreement_with_tf"] == 1.0  # agreement is still reported
     record = _infer(files / "bare.keras", tmp_path / "stated", "--runtimes", "tf", "--preprocess", "unit")
     assert record["accuracy"]["test_accuracy"] is not None and record["model"]["preprocess"]["mode"] == "unit"
 
@@ -187,7 +176,7 @@ def test_an_all_symbolic_nchw_onnx_file_is_timed_at_the_size_asked(tmp_path):
     record = _infer(path, out, "--image-size", "40", "--runtimes", "onnxruntime,openvino", "--preprocess", "torch")
     assert record["config"]["image_size"] == 40 and record["model"]["layout"] == "nchw"
     assert record["model"]["preprocess"]["mode"] == "torch"
-    rows = _rows(record)
+    rows = rows_by_runtime(record)
     assert rows["onnxruntime"]["artifact"] == str(out / "model.onnx")  # its image fixed, its scaling as nodes
     assert rows["openvino"]["status"] == "ok" and rows["openvino"]["accuracy"]["max_abs_diff_vs_tf"] < 1e-3
     assert record["accuracy"]["test_accuracy"] is not None  # two outputs, the data's two classes, scaling stated
@@ -246,7 +235,7 @@ def test_a_base_fed_the_scaling_it_learnt_on_fine_tunes_better_than_one_fed_raw_
                                 "--image-size", "32", "--limit", "200", "--epochs", "6", "--batch-size", "16",
                                 "--output-dir", tmp_path / mode)
         assert result.returncode == 0, result.stderr
-        runs[mode] = _record(tmp_path / mode)
+        runs[mode] = record_in(tmp_path / mode)
     losses = {mode: record["train"]["loss_per_epoch"] for mode, record in runs.items()}
     assert all(fed < raw for fed, raw in zip(losses["tf"], losses["none"], strict=True)), losses
     assert runs["tf"]["accuracy"]["test_accuracy"] >= runs["none"]["accuracy"]["test_accuracy"]

@@ -9,12 +9,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from unittest import mock
 
 from benchmarks.claims import claim
 from benchmarks.claims.figures import figure, timed_rounds
+from l40sbench.core.timing import time_calls
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {
@@ -98,12 +98,7 @@ def gpu_check_cost(sizes: dict) -> dict:
     from l40sbench.backends import cuda_driver, gpu_gate
 
     def seconds(call, rounds: int) -> dict:
-        each = []
-        for _ in range(rounds):
-            started = time.perf_counter()
-            call()
-            each.append(time.perf_counter() - started)
-        return figure(each, "s")
+        return figure(time_calls(lambda _: call(), range(rounds)), "s")
 
     rounds, out = sizes["rounds"], {}
     with tempfile.TemporaryDirectory() as work:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import time
 
 from benchmarks.claims import claim
 from benchmarks.claims.figures import figure
+from l40sbench.core.timing import time_calls
 
 
 def _interval_text(f: dict) -> str:
@@ -27,12 +27,7 @@ def interval_cost(sizes: dict) -> dict:
     for n in (139, 1000):
         samples = list(rng.lognormal(0.0, 0.1, n))
         interval(samples)  # SciPy's first call imports and warms what every later one reuses
-        seconds = []
-        for _ in range(sizes["repeats"]):
-            started = time.perf_counter()
-            interval(samples)
-            seconds.append(time.perf_counter() - started)
-        out[f"n{n}"] = figure(seconds, "s")
+        out[f"n{n}"] = figure(time_calls(lambda _, samples=samples: interval(samples), range(sizes["repeats"])), "s")
     return out
 
 
@@ -51,10 +46,7 @@ def peak_cost(sizes: dict) -> dict:
     from l40sbench.peak.measure import measure_env
 
     tf.constant(0.0).numpy()  # the runtime started, as in a run
-    seconds, found = [], []
-    for _ in range(sizes["repeats"]):
-        started = time.perf_counter()
-        peak = measure_env()
-        seconds.append(time.perf_counter() - started)
-        found.append(peak["matmul"]["float32"]["gflops"])
-    return {"seconds": figure(seconds, "s"), "float32": figure(found, "GFLOP/s")}
+    peaks: list = []
+    seconds = time_calls(lambda _: peaks.append(measure_env()), range(sizes["repeats"]))
+    return {"seconds": figure(seconds, "s"),
+            "float32": figure([peak["matmul"]["float32"]["gflops"] for peak in peaks], "GFLOP/s")}

@@ -64,5 +64,5 @@ def sampler_cost(sizes: dict) -> dict:
        lambda f: f"{f['seconds']['value']:.1f} s (median of {f['seconds']['n']} fresh processes)", "seconds",
        sizes={"rounds": 3}, quick={"rounds": 1})
 def env_time(sizes: dict) -> dict:
-    seconds, done = timed_rounds(["env"], sizes["rounds"], check=True)
+    seconds, _ = timed_rounds(["env"], sizes["rounds"], check=True)
     return {"seconds": figure(seconds, "s")}

@@ -60,7 +60,7 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
     artifact = given.path  # a SavedModel's children load it as it is, its signature fed its own type
     if given.kind == "onnx":  # its image fixed and its scaling as nodes where either is needed, else as given
         artifact = onnx_file.fed(given, size, decided.mode, Path(config.output_dir))
-    if given.kind == "keras" or (given.kind == "savedmodel" and decided.mode.name != "none"):
+    if given.kind == "keras" or (given.kind == "savedmodel" and not decided.mode.identity):
         # the folder holds its model as a classify run's does (`infer RUN_DIR` times it again); uint8 in, scaled
         artifact = Path(config.output_dir) / cl_runtimes.MODEL_FILE
         model.save(artifact)  # what every child of tf loads

@@ -128,8 +128,7 @@ def fed(given: ModelFile, size: int, scaling, folder: Path) -> Path:
     (graph_input,) = _graph_input(model)
     channel = 1 if given.layout == "nchw" else 3
     wanted = [None, 3, size, size] if given.layout == "nchw" else [None, size, size, 3]
-    scale = scaling.layer_arguments()
-    needs_scaling = scale["bgr"] or scale["mean"] is not None
+    needs_scaling = not scaling.identity
     elem = graph_input.type.tensor_type.elem_type
     if needs_scaling and elem == onnx.TensorProto.UINT8:
         raise UserError(f"--preprocess {scaling.name}: {given.path.name} takes uint8 pixels and scales them itself")

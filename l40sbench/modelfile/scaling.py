@@ -37,10 +37,15 @@ class Scaling:
         pixels = pixels[..., ::-1] if self.bgr else pixels
         return (pixels - np.float32(self.mean)) / np.float32(self.std)
 
+    @property
+    def identity(self) -> bool:
+        """Whether the mode leaves the pixels as they are (nothing to add before a model)."""
+        return not self.bgr and self.mean == (0.0, 0.0, 0.0) and self.std == (1.0, 1.0, 1.0)
+
     def layer_arguments(self) -> dict:
         """backends.layers.Preprocess's arguments for this mode (no keras.applications module)."""
-        identity = self.mean == (0.0, 0.0, 0.0) and self.std == (1.0, 1.0, 1.0)
-        return {"bgr": self.bgr, "mean": None if identity else self.mean, "std": None if identity else self.std}
+        affine = self.mean != (0.0, 0.0, 0.0) or self.std != (1.0, 1.0, 1.0)
+        return {"bgr": self.bgr, "mean": self.mean if affine else None, "std": self.std if affine else None}
 
 
 MODES: Registry[Scaling] = Registry("--preprocess mode")
