@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"python -m benchmarks: error: {exc}", file=sys.stderr)
         return 2
+    except runner.ClaimFailed as exc:
+        print(f"python -m benchmarks: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -61,14 +61,14 @@ def test_importing_the_pipeline_the_sweep_and_the_writers_under_jax_leaves_tenso
 
 
 # The GPU machine's shape on this CPU: a venv with jax and the few packages that machine has, no TensorFlow, keras
-# or plotly, and the wheels that travel there beside it (benchmarks/gpu_shape_venv.sh makes both, once).
+# or plotly, and the wheels that travel there beside it (gpu/shape_venv.sh makes both, once).
 GPU_SHAPE = Path(os.environ.get("L40SBENCH_GPU_SHAPE", REPO / "build" / "gpu-shape"))
 TRAVELLING = ("keras", "namex", "optree", "plotly", "narwhals")
 
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory):
-    """benchmarks/gpu_run.sh at its CPU size (GPU_RUN_TINY: the preflight, the peer's Keras rows on one small
+    """gpu/run.sh at its CPU size (GPU_RUN_TINY: the preflight, the peer's Keras rows on one small
     model, `study all --quick` on its vgg19 classification step and its sweep, the pack) in the GPU machine's
     shape: its own venv (no TensorFlow), the travelling wheels installed from their folder, KERAS_BACKEND unset.
     Returns (OUT, WORK, the finished process, its wall seconds)."""
@@ -77,7 +77,7 @@ def gpu_run(tmp_path_factory):
     found = [p.name for p in wheels.glob("*.whl")]
     if not python.exists() or not all(any(name.startswith(pin) for name in found) for pin in pins):  # no download
         pytest.skip(f"the rehearsal runs in the GPU machine's shape, {GPU_SHAPE}/venv with the wheels "
-                    f"{', '.join(pins)} beside it: run `benchmarks/gpu_shape_venv.sh` once (or name its folder in "
+                    f"{', '.join(pins)} beside it: run `gpu/shape_venv.sh` once (or name its folder in "
                     "L40SBENCH_GPU_SHAPE)")
     root = tmp_path_factory.mktemp("gpu-run")
     out, work = root / "out", root / "work"
@@ -85,7 +85,7 @@ def gpu_run(tmp_path_factory):
            if key not in ("KERAS_BACKEND", "PYTHONPATH", "VIRTUAL_ENV")}
     env.update(GPU_RUN_TINY="1", WHEELS=str(wheels), WORK_DIR=str(work), PYTHON=str(python), TOTAL_S="900")
     started = time.perf_counter()
-    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_run.sh"), str(out)], capture_output=True,
+    result = subprocess.run(["bash", str(REPO / "gpu" / "run.sh"), str(out)], capture_output=True,
                             text=True, env=env, timeout=1100)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return out, work, result, time.perf_counter() - started

@@ -49,9 +49,25 @@ def test_one_claim_measured_quick_is_a_record_of_the_contract_and_not_publishabl
 
 @pytest.mark.long
 def test_every_claim_runs_quick(tmp_path):
-    """A claim whose code broke is found: each at its --quick sizes, seconds each."""
+    """A claim whose code broke is found: each at its --quick sizes (seconds each; a few that run a
+    detector or a study, a minute or two)."""
     from benchmarks.claims import load_all
 
-    done = _benchmarks("run", "--all", "--quick", "--anyway", "--output-dir", tmp_path, timeout=1200)
+    done = _benchmarks("run", "--all", "--quick", "--anyway", "--output-dir", tmp_path, timeout=3600)
     assert done.returncode == 0, done.stderr
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == load_all().names()
+
+
+def test_a_claim_runs_functions_and_commands_in_fresh_processes_and_says_why_one_failed(tmp_path, monkeypatch):
+    """figures.in_child returns what the function returns, with the environment given; figures.suite runs the CLI
+    reading the runner's peak; both raise with the failure's last line."""
+    from benchmarks.claims import figures
+
+    assert figures.in_child("os:getenv", "CLAIM_PROBE", env={"CLAIM_PROBE": "set"}) == "set"
+    with pytest.raises(RuntimeError, match="os:no_such_function: .*no_such_function"):
+        figures.in_child("os:no_such_function")
+    kept = tmp_path / "peak.json"
+    monkeypatch.setenv(figures.PEAK_VARIABLE, str(kept))
+    assert figures.kept_peak() == {"L40SBENCH_PEAK_FILE": str(kept)}
+    with pytest.raises(RuntimeError, match="l40sbench classify --base no-such-base: .*no-such-base"):
+        figures.suite(["classify", "--base", "no-such-base"])

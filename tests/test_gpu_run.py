@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import REPO
 
-SCRIPT = REPO / "benchmarks" / "gpu_run.sh"
-PREFLIGHT = REPO / "benchmarks" / "gpu_preflight.py"
+SCRIPT = REPO / "gpu" / "run.sh"
+PREFLIGHT = REPO / "gpu" / "preflight.py"
 
 
 def _blocked(tmp_path: Path, *modules: str) -> dict:
@@ -77,13 +77,13 @@ def test_a_part_past_its_share_is_stopped_and_the_pack_says_so(tmp_path):
     assert "peer: not asked for (PARTS=studies)" in result.stdout
 
 
-# What benchmarks/gpu_wheels.sh fetched when last measured (docs/PERFORMANCE.md, "GPU runs"), for a clone
+# What gpu/wheels.sh fetched when last measured (docs/PERFORMANCE.md, "GPU runs"), for a clone
 # without the folder: the tree's own size is checked in every tier, the wheels' where they are at hand.
 WHEELS_AT_MOST_MIB = 16
 
 
 def test_what_travels_to_the_gpu_machine_is_under_64_mib():
-    """The tracked tree and the wheels (benchmarks/gpu_wheels.sh, for the GPU machine's Python, in build/gpu-wheels
+    """The tracked tree and the wheels (gpu/wheels.sh, for the GPU machine's Python, in build/gpu-wheels
     or L40SBENCH_GPU_WHEELS; nothing is downloaded here)."""
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
     size = sum((REPO / name).stat().st_size for name in tracked.stdout.split("\0") if name and (REPO / name).is_file())

@@ -101,23 +101,15 @@ def test_few_samples_get_students_t_not_a_bootstrap_too_narrow_for_them(n):
         assert got.median_ci95 == (min(samples), max(samples)) and "(75.0 % coverage)" in got.method
 
 
-def _ar1(seed: int, n: int, rho: float) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    noise = rng.normal(0.0, 1.0, n)
-    series = np.empty(n)
-    series[0] = noise[0] / np.sqrt(1 - rho ** 2)
-    for i in range(1, n):
-        series[i] = rho * series[i - 1] + noise[i]
-    return 100.0 + series
-
-
 def test_a_serially_correlated_series_gets_an_interval_that_covers_its_mean():
     """An AR(1) series (rho 0.7, n 100) as drifting latencies are: resampled as independent samples, 61.5 % of
-    200 seeded percentile-bootstrap intervals covered the true mean (benchmarks/intervals_coverage.py); the
-    effective-n t-interval covers it in at least 90 %."""
+    200 seeded percentile-bootstrap intervals covered the true mean (the claim interval-coverage of
+    python -m benchmarks); the effective-n t-interval covers it in at least 90 %."""
+    from benchmarks.claims.machine import ar1
+
     covered = 0
     for seed in range(200):
-        got = interval(_ar1(seed, 100, 0.7))
+        got = interval(100.0 + ar1(seed, 100, 0.7))
         assert got.lag1_autocorrelation > 0.3 and "serially correlated" in got.method
         covered += got.mean_ci95[0] <= 100.0 <= got.mean_ci95[1]
     assert covered / 200 >= 0.90

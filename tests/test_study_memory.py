@@ -42,7 +42,7 @@ def test_the_fit_recovers_the_constants_that_made_its_rows():
 
 
 def test_the_committed_fit_holds_its_check_runs_within_25_percent():
-    record = json.loads((memory.FIT_FILE.parents[2] / "benchmarks" / "results" / "memory_peaks.json").read_text())
+    record = json.loads((memory.FIT_FILE.parents[2] / "benchmarks" / "calibration" / "memory_peaks.json").read_text())
     assert record["constants"] == memory.committed()
     checked = [row for row in record["check_runs"] if row.get("peak_mb") is not None]
     assert len(checked) >= 6

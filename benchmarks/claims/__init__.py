@@ -24,7 +24,8 @@ class Claim:
 
     Attributes:
       topic, sentence, log_entry: the table's topic, claim and performance-log.md entry.
-      body: sizes -> {figure name: figure}; runs in the claim's own process.
+      body: sizes -> {figure name: figure}, and under "labels" any words the text names (a model's name);
+        runs in the claim's own process.
       text: figures -> the table's figure cell.
       sizes, quick: the default sizes and --quick's (seconds each, to find a claim whose code broke).
       headline: the figure whose 95 % interval the table shows.
@@ -42,6 +43,8 @@ class Claim:
 
 
 CLAIMS: Registry[Claim] = Registry("claim")
+MODULES = ("backends", "classify", "detect", "devices", "install", "machine", "runs", "runtimes", "synthetic", "telemetry",
+           "timing")
 
 
 def claim(name: str, topic: str, sentence: str, log_entry: str, text: Callable[[dict], str], headline: str,
@@ -58,6 +61,9 @@ def claim(name: str, topic: str, sentence: str, log_entry: str, text: Callable[[
 
 def load_all() -> Registry[Claim]:
     """The registry with every claim module imported (each registers its claims)."""
-    from benchmarks.claims import classify, devices, machine, telemetry, timing  # noqa: F401
+    import importlib
+
+    for module in MODULES:
+        importlib.import_module(f"benchmarks.claims.{module}")
 
     return CLAIMS

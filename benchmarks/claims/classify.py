@@ -122,3 +122,40 @@ def list_bases(sizes: dict) -> dict:
 
     return {name: figure(timed_rounds(argv, sizes["rounds"], timeout=120, check=True)[0], "s")
             for name, argv in LISTINGS.items()}
+
+
+PROTOCOL_BASES = ("xception", "inceptionv3", "vgg19")
+
+
+def _protocol_text(f: dict) -> str:
+    bases = [b for b in PROTOCOL_BASES if f"epoch_{b}" in f]
+    epochs = ", ".join(f"{f['epoch_' + b]['value']:.1f}" for b in bases)
+    images = ", ".join(f"{f['image_' + b]['value']:.1f}" for b in bases)
+    return (f"a steady epoch {epochs} s; an image {images} ms ({', '.join(bases)}; epochs 2-"
+            f"{f['epochs']['value']:.0f} of each run)")
+
+
+@claim("protocol", "classification", "the studies' protocol (batch 16, native sizes) on the stand-in: an epoch and "
+       "an image per base", "Classification protocol on the stand-in", _protocol_text, "epoch_xception",
+       sizes={"bases": list(PROTOCOL_BASES), "flags": ["--epochs", "3", "--weights", "none"]},
+       quick={"bases": ["xception"], "flags": ["--epochs", "2", "--weights", "none", "--image-size", "71",
+                                               "--limit", "8"]})
+def protocol(sizes: dict) -> dict:
+    """Each base as a user runs it (`classify --base B`, the protocol's batch and native size; random weights:
+    speed does not depend on them; fewer than the protocol's 10 epochs, the steady ones kept): the steady epochs
+    and the probe's per-image times."""
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.claims.figures import records, suite
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as work:
+        for base in sizes["bases"]:
+            folder = Path(work) / base
+            suite(["classify", "--base", base, *sizes["flags"], "--output-dir", str(folder)])
+            (record,) = records(folder)
+            out[f"epoch_{base}"] = figure(record["train"]["epoch_seconds"][1:], "s")
+            out[f"image_{base}"] = figure(record["inference"]["times_ms"], "ms")
+            out["epochs"] = figure([record["train"]["epochs"]], "epochs")
+    return out

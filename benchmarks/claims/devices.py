@@ -9,11 +9,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from unittest import mock
 
 from benchmarks.claims import claim
-from benchmarks.claims.figures import figure, timed_rounds
+from benchmarks.claims.figures import figure, in_child, records, suite, timed_rounds
 from l40sbench.core.timing import time_calls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,3 +127,102 @@ def gpu_check_cost(sizes: dict) -> dict:
             out["stuck_driver"] = seconds(cuda_driver.view, 1)
             cuda_driver.forget()
     return out
+
+
+SCORING_MODES = ("none", "evaluate", "plain")
+
+
+def epochs_scored(mode: str, images: int, size: int, epochs: int) -> list[float]:
+    """In a child: vgg19 built and compiled as classify builds it, under MirroredStrategy over 2 logical CPU
+    devices, `fit` at a global batch of 32, each epoch timed by a callback; between epochs nothing (none), Keras'
+    evaluate on 32 images (evaluate), or a plain compiled forward of them on the primary device (plain)."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from l40sbench.backends.tf_device import place
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.task import compiled_model
+
+    placement = place(2, 2)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 255, (images, size, size, 3), dtype=np.uint8), rng.integers(0, 2, images)
+    model, _ = compiled_model(ClassifyConfig(base="vgg19", image_size=size, weights="none", seed=0), size, 2,
+                              lambda _: None, placement)
+    forward = tf.function(lambda batch: model(batch, training=False))
+    seconds: list[float] = []
+
+    class Timer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.started = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            seconds.append(time.perf_counter() - self.started)
+            if mode == "evaluate":
+                model.evaluate(x[:32], y[:32], batch_size=16, verbose=0)
+            elif mode == "plain":
+                for i in range(0, 32, 16):
+                    forward(tf.convert_to_tensor(x[i:i + 16])).numpy()
+
+    model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, shuffle=True, callbacks=[Timer()])
+    return seconds
+
+
+def _scoring_text(f: dict) -> str:
+    return (f"later epochs with nothing between them {f['none']['value']:.1f} s, with `evaluate` between "
+            f"{f['evaluate']['value']:.1f} s (its slowest {f['evaluate_slowest']['value']:.1f} s), with a plain "
+            f"compiled forward {f['plain']['value']:.1f} s (medians of epochs 2-{f['epochs']['value']:.0f}, "
+            f"{f['none']['n']} each)")
+
+
+@claim("scoring-under-strategy", "devices",
+       "scoring the test split between epochs under a strategy retraces the step, so classify skips it there",
+       "Fine-tuning on 1 and 2 devices", _scoring_text, "evaluate",
+       sizes={"images": 64, "size": 96, "epochs": 5, "rounds": 2}, quick={"images": 32, "size": 32, "epochs": 2,
+                                                                          "rounds": 1})
+def scoring_under_strategy(sizes: dict) -> dict:
+    """Each mode in a process of its own (logical devices are set before TensorFlow starts), the modes in turns,
+    `rounds` times; epochs 2..N kept."""
+    got: dict = {mode: [] for mode in SCORING_MODES}
+    for _ in range(sizes["rounds"]):
+        for mode in SCORING_MODES:
+            got[mode] += in_child("benchmarks.claims.devices:epochs_scored", mode, sizes["images"], sizes["size"],
+                                  sizes["epochs"])[1:]
+    return {**{mode: figure(got[mode], "s") for mode in SCORING_MODES},
+            "evaluate_slowest": figure([max(got["evaluate"])], "s"), "epochs": figure([sizes["epochs"]], "epochs")}
+
+
+TWO_DEVICES = {
+    "classify": ["classify", "--base", "vgg19", "--epochs", "2", "--limit", "64", "--image-size", "96"],
+    "detect": ["detect", "--base", "ssd_resnet50_fpn", "--epochs", "2", "--limit", "16", "--image-size", "128",
+               "--batch-size", "4"],
+}
+
+
+def _two_text(f: dict) -> str:
+    return (f"efficiency on 2 logical devices of one CPU (ideal there 50 %): classify {100 * f['classify']['value']:.1f}"
+            f" %, detect {100 * f['detect']['value']:.1f} % (medians of {f['classify']['n']} runs); replicas' largest "
+            f"weight difference {f['replica_gap']['value']:g}")
+
+
+@claim("two-devices", "devices", "fine-tuning on 2 logical CPU devices: what the multi-device path itself costs",
+       "Fine-tuning on 1 and 2 devices", _two_text, "classify", sizes={"rounds": 3, "quick": False},
+       quick={"rounds": 1, "quick": True})
+def two_devices(sizes: dict) -> dict:
+    """`classify` and `detect` with `--devices 1,2` as a user runs them (fp32, random weights), `rounds` times:
+    each run's efficiency from its records' scaling blocks, and how far the replicas' weights ended apart."""
+    from l40sbench.core.scaling import scaling
+
+    shrink = {"64": "8", "16": "4", "96": "32", "128": "64"} if sizes["quick"] else {}
+    out: dict = {"classify": [], "detect": [], "replica_gap": []}
+    with tempfile.TemporaryDirectory() as work:
+        for round_ in range(sizes["rounds"]):
+            for task, argv in TWO_DEVICES.items():
+                folder = Path(work) / f"{task}-{round_}"
+                weights = ["--weights", "none"] if task == "classify" else []  # detect starts from random weights
+                suite([*[shrink.get(a, a) for a in argv], *weights, "--devices", "1,2", "--output-dir", str(folder)])
+                runs = records(folder)
+                (two,) = [block for block in scaling(runs) if block["devices"] == 2]
+                out[task].append(two["efficiency"])
+                out["replica_gap"] += [r["devices"].get("replica_weight_max_difference") or 0.0 for r in runs]
+    return {name: figure(values, "x") for name, values in out.items()}

@@ -1,13 +1,16 @@
 """What the claims share: a figure with its n and 95 % interval (the record contract's), A and B timed in turns,
-a command of the suite timed in fresh interpreters."""
+a command of the suite timed in fresh interpreters or run for its record, a function called in a fresh interpreter."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 def figure(samples: Sequence[float], unit: str, statistic: str = "median") -> dict:
@@ -64,3 +67,76 @@ def timed_rounds(argv: list[str], rounds: int, after=lambda done: None, **run) -
         walls.append(seconds)
         after(done)
     return walls, done
+
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = "BENCHMARKS-FIGURES "
+PEAK_VARIABLE = "BENCHMARKS_PEAK_FILE"  # the runner's peak, kept where a suite command reads it
+
+
+def in_child(function: str, *args, env: dict | None = None, timeout: float = 3600) -> object:
+    """What `function` ("module:name") returns for ARGS, called in a fresh interpreter with `env` added: for
+    what must be set before a framework starts (KERAS_BACKEND, XLA_FLAGS, logical devices).
+
+    Raises:
+      RuntimeError: the child failed (its last line of stderr).
+    """
+    module, name = function.split(":")
+    code = (f"import json, sys; from {module} import {name} as f; "
+            f"print({MARKER!r} + json.dumps(f(*json.loads(sys.argv[1]))))")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}, timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    if done.returncode or not lines:
+        raise RuntimeError(f"{function}: {(done.stderr.strip().splitlines() or [f'exit {done.returncode}'])[-1]}")
+    return json.loads(lines[-1][len(MARKER):])
+
+
+def kept_peak() -> dict:
+    """The environment that has a suite command read the runner's peak instead of measuring its own."""
+    kept = os.environ.get(PEAK_VARIABLE)
+    return {"L40SBENCH_PEAK_FILE": kept} if kept else {}
+
+
+def suite(argv: list[str], env: dict | None = None, timeout: float = 7200) -> subprocess.CompletedProcess:
+    """`python -m l40sbench ARGV` as a user runs it, reading the peak the runner measured (so each record carries
+    the run's one peak and no run spends its seconds measuring it again).
+
+    Raises:
+      RuntimeError: the command failed (its last line of stderr).
+    """
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **kept_peak(), **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "l40sbench", *argv], cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    if done.returncode:
+        raise RuntimeError(f"l40sbench {' '.join(argv)}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return done
+
+
+def records(folder: Path) -> list[dict]:
+    """The record(s) of a run folder's result.json."""
+    from l40sbench.core.reading import read_result_file
+
+    return read_result_file(Path(folder) / "result.json")
+
+
+def spinners(count: int) -> Callable[[], None]:
+    """`count` processes spinning on the cores from now (a busy host, on purpose); returns what stops them."""
+    started = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+    def stop() -> None:
+        for process in started:
+            process.kill()
+            process.wait()
+
+    return stop
+
+
+def run_peak() -> dict:
+    """The peak the runner measured for this run (env.peak's block), or one measured now outside the runner."""
+    kept = os.environ.get(PEAK_VARIABLE)
+    if kept:
+        return json.loads(Path(kept).read_text())
+    from l40sbench.peak.measure import measure_env
+
+    return measure_env()

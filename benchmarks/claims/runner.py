@@ -1,16 +1,18 @@
 """`python -m benchmarks run`: each claim measured in a process of its own, into one record per claim.
 
 The machine's peak is measured once per run, as every result record measures it (peak.measure.measure_env);
-before each claim the host is watched for 2 s and a busy one refused (another process over a tenth of the
-machine's CPU, or the hypervisor's steal: core.neighbours, the stability guard's rule), and the claim's own
-run is watched the same way, its verdict in the record. A record holds the claim's sentence, the command that
-reproduces it, the sizes, the env (versions, CPU, commit), the peak and each figure with its n and 95 %
-interval (benchmarks/claims/figures.py).
+before each claim the host is watched until 2 s pass quietly, a minute at most, then refused (busy: another
+process over a tenth of the machine's CPU, or the hypervisor's steal: core.neighbours, the stability guard's
+rule), and the claim's own run is watched the same way, its verdict in the record. A record holds the claim's
+sentence, the command that reproduces it, the sizes, the env (versions, CPU, commit), the peak and each figure
+with its n and 95 % interval (benchmarks/claims/figures.py). The suite commands a claim runs read the run's peak
+(figures.suite), and a claim that fails is said in one line while the others are still measured.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -18,11 +20,17 @@ import time
 from pathlib import Path
 
 from benchmarks.claims import Claim, load_all
+from benchmarks.claims.figures import PEAK_VARIABLE
 from l40sbench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+class ClaimFailed(Exception):
+    """A claim's body failed; its line names it."""
+
 RESULTS = REPO / "benchmarks" / "results" / "claims"
-WATCH_S = 2.0
+WATCH_S, WATCH_TRIES = 2.0, 30
 
 
 def command(name: str, quick: bool) -> str:
@@ -42,16 +50,33 @@ def _watched(seconds: float | None = None, work=None) -> dict:
     return watch.between(start, watch.snapshot(time.monotonic()))
 
 
-def _child(claim: Claim, sizes: dict) -> dict:
-    """The claim's figures, measured in a fresh interpreter.
+def _quiet(anyway: bool, log) -> dict:
+    """The host watched until a WATCH_S window is quiet (WATCH_TRIES windows at most): that window's block.
+
+    Raises:
+      UserError: still busy (without `anyway`, which takes the first window whatever it saw).
+    """
+    for attempt in range(WATCH_TRIES):
+        before = _watched(WATCH_S)
+        if not before["reasons"] or anyway:
+            return before
+        if attempt == 0:
+            log(f"  waiting for the host to go quiet ({'; '.join(before['reasons'])}) ...")
+    raise UserError(f"the host is not quiet ({'; '.join(before['reasons'])}) after {WATCH_S * WATCH_TRIES:.0f} s: no "
+                    "claim is timed beside other work (--anyway times it and records it as not quiet)")
+
+
+def _child(claim: Claim, sizes: dict, peak: dict) -> dict:
+    """The claim's figures, measured in a fresh interpreter; the suite commands it runs read `peak`.
 
     Raises:
       RuntimeError: the claim's body failed (its last line).
     """
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "figures.json"
+        out, kept = Path(folder) / "figures.json", Path(folder) / "peak.json"
+        kept.write_text(json.dumps(peak))
         done = subprocess.run([sys.executable, "-m", "benchmarks", "_one", claim.name, json.dumps(sizes), str(out)],
-                              cwd=REPO, capture_output=True, text=True)
+                              cwd=REPO, capture_output=True, text=True, env={**os.environ, PEAK_VARIABLE: str(kept)})
         if done.returncode != 0 or not out.is_file():
             lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
             raise RuntimeError(f"{claim.name}: {lines[-1]}")
@@ -63,6 +88,7 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
 
     Raises:
       UserError: an unknown claim, or a busy host (without `anyway`).
+      ClaimFailed: a claim's body failed (after every other claim was measured).
     """
     from l40sbench.core.env import fingerprint
     from l40sbench.peak.measure import measure_env
@@ -72,17 +98,19 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
     peak = measure_env(log=log)
     env = fingerprint()
     output_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    written, failed = [], []
     for index, claim in enumerate(claims, start=1):
-        before = _watched(WATCH_S)
-        if before["reasons"] and not anyway:
-            raise UserError(f"the host is not quiet ({'; '.join(before['reasons'])}): no claim is timed beside "
-                            "other work (--anyway times it and records it as not quiet)")
+        before = _quiet(anyway, log)
         sizes = claim.quick if quick else claim.sizes
         log(f"[{index}/{len(claims)}] {claim.name}: {claim.sentence} ({json.dumps(sizes)}) ...")
         started = time.perf_counter()
         figures: dict = {}
-        during = _watched(work=lambda claim=claim, sizes=sizes, figures=figures: figures.update(_child(claim, sizes)))
+        try:
+            during = _watched(work=lambda c=claim, s=sizes, f=figures: f.update(_child(c, s, peak)))
+        except RuntimeError as exc:  # the others are still measured; the run ends in error
+            log(f"  failed: {exc}")
+            failed.append(claim.name)
+            continue
         seconds = time.perf_counter() - started
         record = {"claim": claim.name, "topic": claim.topic, "sentence": claim.sentence,
                   "log_entry": claim.log_entry, "command": command(claim.name, quick), "quick": quick,
@@ -94,6 +122,9 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
         path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         log(f"  {record['text']} ({seconds:.0f} s, {record['quiet']['verdict']}) -> {path}")
         written.append(path)
+    if failed:
+        raise ClaimFailed(f"{len(failed)} of {len(claims)} claims failed ({', '.join(failed)}); the others' records "
+                          f"are written")
     return written
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import statistics
 import time
 
 from benchmarks.claims import claim
-from benchmarks.claims.figures import figure
+from benchmarks.claims.figures import figure, spinners
 
 
 def _windows_text(f: dict) -> str:
@@ -51,11 +50,6 @@ def sweep_windows(sizes: dict) -> dict:
     return {"ratio": figure(ratios, "x"), "synced": figure(synced, "s"), "windowed": figure(windowed, "s")}
 
 
-def _spin(stop) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
-
-
 def _guard_text(f: dict) -> str:
     return (f"a burst {f['burst']['value']:.2f} s; triples' max / min rate {f['quiet']['value']:.2f}x quiet, "
             f"{f['busy']['value']:.2f}x beside {f['busy_processes']['value']:.0f} spinning processes "
@@ -77,20 +71,15 @@ def guard_bursts(sizes: dict) -> dict:
         ratios = []
         for _ in range(sizes["rounds"]):
             rates = [guard.check("start").gflops]
-            stop = multiprocessing.Event()
-            spinners = [multiprocessing.Process(target=_spin, args=(stop,))
-                        for _ in range(sizes["busy"] if case == "busy" else 0)]
-            for process in spinners:
-                process.start()
-            time.sleep(0.2 if spinners else 0)
+            busy = sizes["busy"] if case == "busy" else 0
+            stop = spinners(busy)
+            time.sleep(0.2 if busy else 0)
             for moment in ("after training", "end"):
                 measured = guard.check(moment)
                 rates.append(measured.gflops)
                 if case == "quiet":
                     out["burst"].append(measured.seconds)
-            stop.set()
-            for process in spinners:
-                process.join()
+            stop()
             ratios.append(max(rates) / min(rates))
         out[case] = figure(ratios, "x")
     out["burst"] = figure(out["burst"], "s")
@@ -109,13 +98,13 @@ def _classify_run(flags: list[str], out, busy: int) -> tuple[dict, float]:
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "l40sbench", "classify", *flags, "--output-dir", str(out)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    spinners = []
+    stop = None
     for line in process.stderr:
-        if busy and not spinners and re.match(r"epoch 1/\d+:", line):
-            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+        if busy and stop is None and re.match(r"epoch 1/\d+:", line):
+            stop = spinners(busy)
     process.wait()
-    for spinner in spinners:
-        spinner.kill()
+    if stop is not None:
+        stop()
     return json.loads((out / "result.json").read_text()), time.perf_counter() - started
 
 
@@ -152,3 +141,64 @@ def guard_per_run(sizes: dict) -> dict:
                     out["share"].append(cost / wall)
     return {"cost": figure(out["cost"], "s"), "wall": figure(out["wall"], "s"), "share": figure(out["share"], "x"),
             "quiet": figure(out["quiet"], "x"), "busy": figure(out["busy"], "x")}
+
+
+RAMP_SAMPLE_S, RAMP_SLOW = 0.05, 0.7
+
+
+def matmul_ramp(seconds: float) -> list[float]:
+    """In a fresh process: the guard's 1024 float32 matmul after one warm call, called back to back for `seconds`,
+    its rate (GFLOP/s) in 50 ms samples."""
+    from l40sbench.backends import load
+    from l40sbench.peak.measure import matmul_flop
+
+    kernels = load("tensorflow")
+    with kernels.precision_mode("CPU", "float32"):
+        call = kernels.matmul("float32")(1024)
+        call()
+        start, rates = time.perf_counter(), []
+        while time.perf_counter() - start < seconds:
+            began, calls = time.perf_counter(), 0
+            while time.perf_counter() - began < RAMP_SAMPLE_S:
+                call()
+                calls += 1
+            rates.append(matmul_flop(1024) * calls / (time.perf_counter() - began) / 1e9)
+    return rates
+
+
+def _burst_at(rates: list[float], start_s: float) -> float:
+    """What the guard's CPU burst (peak.burst.CPU_BURST) starting at `start_s` keeps: the best sample it overlaps."""
+    from l40sbench.peak.burst import CPU_BURST
+
+    spacing = CPU_BURST["sample_seconds"] + CPU_BURST["gap_seconds"]
+    return max(rates[min(len(rates) - 1, int((start_s + spacing * i) / RAMP_SAMPLE_S))]
+               for i in range(CPU_BURST["samples"]))
+
+
+def _ramp_text(f: dict) -> str:
+    return (f"a start burst under {RAMP_SLOW}x the process's steady rate: {f['cold_slow']['value']:.0f} of "
+            f"{f['cold']['n']} fresh processes without a warm-up, {f['warm_slow']['value']:.0f} after the guard's "
+            f"{f['warm_s']['value']:g} s; the cold burst at {f['cold']['value']:.2f}x steady (median; lowest "
+            f"{min(f['cold']['samples']):.2f}x); steady float32 matmul {f['steady']['value']:.0f} GFLOP/s")
+
+
+@claim("fresh-process-ramp", "stability", "a fresh process's first matmuls can run slow: the guard's start burst "
+       "follows a warm-up", "The stability guard", _ramp_text, "cold",
+       sizes={"processes": 12, "seconds": 3.0}, quick={"processes": 1, "seconds": 1.0})
+def fresh_process_ramp(sizes: dict) -> dict:
+    """Fresh interpreters one after another, each reading its matmul rate in 50 ms samples from its first call:
+    what the guard's start burst would read at once and after its warm-up (peak.burst.START_WARM_SECONDS),
+    against the process's steady rate (the median of its last second)."""
+    from benchmarks.claims.figures import in_child
+    from l40sbench.peak.burst import START_WARM_SECONDS
+
+    cold, warm, steady = [], [], []
+    for _ in range(sizes["processes"]):
+        rates = in_child("benchmarks.claims.timing:matmul_ramp", sizes["seconds"], env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+        steady.append(statistics.median(rates[-int(1 / RAMP_SAMPLE_S):]))
+        cold.append(_burst_at(rates, 0.0) / steady[-1])
+        warm.append(_burst_at(rates, START_WARM_SECONDS) / steady[-1])
+    return {"cold": figure(cold, "x"), "warm": figure(warm, "x"), "steady": figure(steady, "GFLOP/s"),
+            "cold_slow": figure([sum(c < RAMP_SLOW for c in cold)], "processes"),
+            "warm_slow": figure([sum(w < RAMP_SLOW for w in warm)], "processes"),
+            "warm_s": figure([START_WARM_SECONDS], "s")}

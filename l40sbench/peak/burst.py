@@ -24,8 +24,8 @@ GPU_BURST = {"samples": 6, "sample_seconds": 0.1, "gap_seconds": 0.0}
 CPU_BURST = {"samples": BURST_SAMPLES, "sample_seconds": BURST_SAMPLE_SECONDS, "gap_seconds": BURST_GAP_SECONDS}
 # The run's start burst follows the process's single-threaded start (imports, the model's build) where the other
 # two follow seconds of work. A fresh process's matmul on these VMs can run at half speed for its first 0.7 s or
-# more (benchmarks/fresh_process_ramp.py; docs/PERFORMANCE.md "The stability guard"): a start burst taken
-# there read 82-103 against 185-214 GFLOP/s later in five of seven runs on a CI host. So the start burst
+# more (the claim fresh-process-ramp; docs/PERFORMANCE.md "The stability guard"): a start burst taken there
+# read 82-103 against 185-214 GFLOP/s later in five of seven runs on a CI host. So the start burst
 # follows back-to-back calls in samples of WARM_SAMPLE_SECONDS until one reads START_WARM_SHARE of the peak's
 # rate at the guard's size (quiet bursts here read 183-210 against its 197: 0.93-1.07), or for START_WARM_SECONDS at most:
 # twice the longest slow opening seen here. A machine slow for longer than that is slow, and the verdict says so.

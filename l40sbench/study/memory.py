@@ -13,7 +13,7 @@ fits the device it will run on. Pure: no model is built, no framework imported.
 - activations: what one image at the study's size keeps at the step's peak, scaled by its pixels.
 
 base, detect's copies and activations are fitted by least squares to measured peaks of the study's own commands at two batch
-sizes each (benchmarks/memory_peaks.py writes memory_fit.json beside this module); its check runs, at batch
+sizes each (benchmarks/calibration/memory_peaks.py writes memory_fit.json beside this module); its check runs, at batch
 sizes and sizes the fit did not see, are in docs/study.md. The fit is a CPU's (the process's resident set); on a GPU
 the same state and activations are assumed, which no GPU run has checked yet.
 """

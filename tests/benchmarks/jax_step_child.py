@@ -64,7 +64,7 @@ def main(model_name: str, batch: int, rounds: int) -> dict:
         timed(product)
         timed(reference)
     pairs = [(timed(product), timed(reference)) for _ in range(rounds)]
-    return {"ratio": statistics.median(p / r for p, r in pairs),
+    return {"ratio": statistics.median(p / r for p, r in pairs), "ratios": [p / r for p, r in pairs],
             "product_median_s": statistics.median(p for p, _ in pairs),
             "reference_median_s": statistics.median(r for _, r in pairs), "rounds": rounds,
             **probe_against_bare_loop(PROBE_MODEL, PROBE_IMAGES, PROBE_ROUNDS)}
@@ -102,7 +102,7 @@ def probe_against_bare_loop(model_name: str, count: int, rounds: int) -> dict:
 
     probe(), bare()  # compile both
     pairs = [(probe(), bare()) for _ in range(rounds)]
-    return {"probe_ratio": statistics.median(p / b for p, b in pairs),
+    return {"probe_ratio": statistics.median(p / b for p, b in pairs), "probe_ratios": [p / b for p, b in pairs],
             "probe_median_ms": statistics.median(p for p, _ in pairs) * 1000,
             "bare_median_ms": statistics.median(b for _, b in pairs) * 1000, "probe_rounds": rounds}
 

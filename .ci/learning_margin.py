@@ -11,8 +11,8 @@ detect: runs the command of tests/test_detect_e2e.py::test_training_lowers_the_l
 (the CLI) for each seed and thread count and prints the ratio it asserts on:
 the model loss of the last three epochs over that of the first three.
 
-Usage: .venv/bin/python benchmarks/learning_margin.py {classify,detect} [--seeds 0,1,2] [--threads 1,2]
-       .venv/bin/python benchmarks/learning_margin.py classify --backend jax [--epochs 12] [--seeds 0,1,2,3,4]
+Usage: .venv/bin/python .ci/learning_margin.py {classify,detect} [--seeds 0,1,2] [--threads 1,2]
+       .venv/bin/python .ci/learning_margin.py classify --backend jax [--epochs 12] [--seeds 0,1,2,3,4]
 """
 
 from __future__ import annotations

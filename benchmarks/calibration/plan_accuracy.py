@@ -1,7 +1,7 @@
 """A finished study's plan against what ran: each step's estimate, its time, and their ratio (run / planned),
 with the float32 peak the estimates rested on, as docs/study.md records them:
 
-    .venv/bin/python benchmarks/plan_accuracy.py results/study-l40s-<time>
+    .venv/bin/python benchmarks/calibration/plan_accuracy.py results/study-l40s-<time>
 
 A ratio under 1 is a pessimistic estimate (a budget refused for nothing), over 1 an optimistic one (a deadline
 crossed); the bar is 0.8-1.2.

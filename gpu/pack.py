@@ -1,11 +1,11 @@
 """What a GPU run brings back: one Markdown table, one JSON, the run's records in one archive.
 
-    python benchmarks/gpu_pack.py --work WORK_DIR --out OUT_DIR [--seconds N]
+    python gpu/pack.py --work WORK_DIR --out OUT_DIR [--seconds N]
 
-Reads what benchmarks/gpu_run.sh left in WORK_DIR (parts.tsv, preflight.txt, env.txt, peer/*.json,
+Reads what gpu/run.sh left in WORK_DIR (parts.tsv, preflight.txt, env.txt, peer/*.json,
 study-<backend>/, the peaks) and writes OUT_DIR/gpu.md (the machine, how each part ended, timm beside the
 suite, each study's table beside the published rows, published figures with what differs, and path by path
-what the GPU-only code saw), OUT_DIR/gpu.json (the same, structured: benchmarks/gpu/ keeps it) and
+what the GPU-only code saw), OUT_DIR/gpu.json (the same, structured: gpu/runs/ keeps it) and
 OUT_DIR/records.tar.gz (every record, report, plot and log under WORK_DIR). Runs with what is there: a part
 that was stopped or failed is named, never hidden.
 """

@@ -1,6 +1,6 @@
 """Before the GPU run spends device time on work: every piece it needs, one line per missing piece, exit 2.
 
-    python benchmarks/gpu_preflight.py --backends jax,torch [--peer] [--cpu-ok] [--free-gib 16]
+    python gpu/preflight.py --backends jax,torch [--peer] [--cpu-ok] [--free-gib 16]
 
 Checks, in about 10 s (each backend's interpreter in parallel): the modules the run imports (NumPy, SciPy,
 OpenCV, matplotlib, Keras and the two wheels it brings, nvidia-ml-py, this checkout's l40sbench; plotly, which

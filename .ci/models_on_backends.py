@@ -3,7 +3,7 @@
 Checks what the sweep needs of each backend: the twelve models build, hold their published parameter
 count, and a forward pass gives 1000 probabilities. Not a speed figure; too slow for CI (a few minutes).
 
-Usage: KERAS_BACKEND=jax .venv/bin/python benchmarks/models_on_backends.py   (or torch, tensorflow)
+Usage: KERAS_BACKEND=jax .venv/bin/python .ci/models_on_backends.py   (or torch, tensorflow)
 """
 
 from __future__ import annotations

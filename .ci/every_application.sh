@@ -4,7 +4,7 @@
 # timing (the epochs are a few images). One line per base in OUT/summary.txt: exit code, wall seconds; each
 # run's folder under OUT/runs/NAME. RUNTIMES (default tf) is passed to --runtimes: `RUNTIMES=all` times every
 # installed runtime too (about 2 minutes a base on two cores instead of one).
-#   bash benchmarks/every_application.sh /tmp/every-app
+#   bash .ci/every_application.sh /tmp/every-app
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${1:?usage: every_application.sh OUT_DIR}

@@ -1,7 +1,7 @@
 """The peak memory of the study's training steps at a few batch sizes, measured, and the plan's memory model
 fitted to them and checked against runs it was not fitted to:
 
-    .venv/bin/python benchmarks/memory_peaks.py [--only xception,...] [--output benchmarks/results/memory_peaks.json]
+    .venv/bin/python benchmarks/calibration/memory_peaks.py [--only xception,...] [--output benchmarks/calibration/memory_peaks.json]
 
 Each run is the study's command (`classify` or `detect` at the model's study size, one epoch) on the stand-in:
 a classifier on the whole stand-in, a detector limited to two training steps (--limit 2 x batch; see FITS).
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from l40sbench.peak.host import matmul_gflops as host_matmul_gflops  # noqa: E402
 from l40sbench.study import memory  # noqa: E402
@@ -109,7 +109,7 @@ def _table(record: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="these models only (comma-separated)")
-    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "memory_peaks.json")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "calibration" / "memory_peaks.json")
     parser.add_argument("--constants", type=Path, default=memory.FIT_FILE)
     parser.add_argument("--refit", action="store_true", help="fit --output's measured runs again, measure nothing")
     parser.add_argument("--keep", type=Path, metavar="RECORD",
@@ -148,7 +148,7 @@ def main() -> int:
         checked = [run(*spec) for spec in CHECKS if spec[0] in models]
     constants = _fit(fitted, checked)
     record = {"benchmark": "memory_peaks", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/memory_peaks.py" + (f" --only {args.only}" if args.only else "")
+              "command": "python benchmarks/calibration/memory_peaks.py" + (f" --only {args.only}" if args.only else "")
               + (f" --keep {args.keep}" if args.keep else ""),
               "host": fingerprint({}), "host_matmul_gflops": {"before": before, "after": host_matmul_gflops()},
               "cap_mb": round(cap_mb), "fit_runs": fitted, "check_runs": checked, "constants": constants}

@@ -1,8 +1,8 @@
 """timm beside the suite on the same device, in the same command: inference images/s per model, batch and
 precision, both sides' FLOPs by the suite's one convention (2 x MACs of convolutions and matmuls).
 
-    python benchmarks/gpu_peer.py timm --out peer-timm.json               # timm, torch.utils.benchmark
-    KERAS_BACKEND=jax python benchmarks/gpu_peer.py keras --out keras-jax.json  # the suite's Keras models
+    python gpu/peer.py timm --out peer-timm.json               # timm, torch.utils.benchmark
+    KERAS_BACKEND=jax python gpu/peer.py keras --out keras-jax.json  # the suite's Keras models
 
 The peer: timm's inception_v3, legacy_xception, vgg19 and resnet50 (random weights, eval), timed by PyTorch's
 own `torch.utils.benchmark.Timer.blocked_autorange` (it synchronises CUDA around each block), in float32 with
@@ -14,7 +14,7 @@ timm's legacy_xception line for line: both sides' GFLOP per image are in every r
 achieved TFLOP/s, not time alone.
 
 Each row is written as soon as it is measured (the file is rewritten), and rows that --deadline-s leaves no
-time for are written as `not run: the deadline`, so a hard stop keeps what was measured. `gpu_pack.py`
+time for are written as `not run: the deadline`, so a hard stop keeps what was measured. `pack.py`
 merges the sides into one table.
 """
 

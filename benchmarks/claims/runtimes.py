@@ -1,0 +1,180 @@
+"""Claims on the inference runtimes and LoadGen: each runtime against the peak and its own benchmark tool,
+OpenVINO's silent bf16, the LoadGen SUT's overhead, offline and server."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.claims import claim
+from benchmarks.claims.figures import figure, records, run_peak, suite
+
+RUNTIMES = ("savedmodel", "onnxruntime", "openvino", "litert")
+
+
+def _tool(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def benchmark_app(xml: Path, size: int, precision: str) -> float:
+    """OpenVINO's benchmark_app median latency (ms) at batch 1 with the latency hint."""
+    done = subprocess.run([_tool("benchmark_app"), "-m", str(xml), "-d", "CPU", "-hint", "latency", "-infer_precision",
+                           precision, "-niter", "60", "-shape", f"[1,{size},{size},3]"],
+                          capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Latency:" in line)
+    return float(next(line for line in lines[start:] if "Median:" in line).split("Median:")[1].split()[0])
+
+
+def litert_benchmark(tflite: Path, threads: int, folder: Path) -> float:
+    """LiteRT's litert-benchmark median latency (ms)."""
+    out = folder / "litert_benchmark.json"
+    subprocess.run([_tool("litert-benchmark"), "--model", str(tflite), "--num_threads", str(threads), "--num_runs",
+                    "60", "--warmup_runs", "3", "--result_json", str(out)], capture_output=True, text=True, check=True)
+    return float(json.loads(out.read_text())["latency"]["median_ms"])
+
+
+def _runtimes_text(f: dict) -> str:
+    best = f["labels"]["fastest"]
+    return (f"fastest fp32: {best} at {100 * f['best_share']['value']:.1f} % of the fp32 peak, tf "
+            f"{f['tf_over_best']['value']:.2f}x slower; probe / bare call {f['probe_low']['value']:.3f}-"
+            f"{f['probe_high']['value']:.3f} over the runtimes; suite / `benchmark_app` "
+            f"{f['own_openvino']['value']:.3f}, suite / `litert-benchmark` {f['own_litert']['value']:.3f}; OpenVINO "
+            f"asked for bf16 {f['openvino_bf16_ms']['value']:.1f} ms against {f['openvino_ms']['value']:.1f} ms fp32 "
+            f"asked ({f['labels']['base']} at {f['labels']['size']} px, batch 1)")
+
+
+@claim("runtimes", "runtimes", "each runtime against the peak, the probe against each runtime's bare call and its own "
+       "tool, and OpenVINO's bf16 on a CPU that has it", "Inference runtimes", _runtimes_text, "best_share",
+       sizes={"base": "xception", "size": 299, "images": 20, "rounds": 3, "repeats": 5},
+       quick={"base": "vgg19", "size": 32, "images": 3, "rounds": 1, "repeats": 1})
+def runtimes(sizes: dict) -> dict:
+    """One model (random weights) exported by the product to every runtime and loaded by it: per-image latency,
+    each runtime alone in turn, in rounds (blocks, not image by image: a runtime's thread pool spins on after its
+    call); the probe over a bare loop of the same call; the suite's p50 beside each runtime's own tool, in turns."""
+    import numpy as np
+
+    from l40sbench.backends.tf_flops import forward_gflops
+    from l40sbench.classify.config import ClassifyConfig
+    from l40sbench.classify.task import compiled_model, make_forward
+    from l40sbench.core.timing import probe_latency
+    from l40sbench.core.utilisation import peak_for
+    from l40sbench.runtimes.measure import threads
+    from l40sbench.runtimes.registry import export_keras, load
+
+    size = sizes["size"]
+    model, _ = compiled_model(ClassifyConfig(base=sizes["base"], image_size=size, weights="none", seed=0), size, 2,
+                              lambda _: None)
+    gflops = forward_gflops(model, size, "uint8")
+    _, fp32_peak = peak_for(run_peak(), "fp32")
+    rng = np.random.default_rng(0)
+    images = [image[None] for image in rng.integers(0, 256, (sizes["images"] + 3, size, size, 3), dtype=np.uint8)]
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        artifacts = {name: export_keras(model, name, "fp32", folder / name) for name in RUNTIMES}
+        forward = make_forward(model, size, xla=False)
+        calls = {"tf": lambda image: forward(image[0])}
+        for name, artifact in artifacts.items():
+            calls[name] = load(name, artifact.path, "fp32", threads(), artifact.precision).call
+        calls["openvino_bf16"] = load("openvino", artifacts["openvino"].path, "bf16", threads(), "fp32").call
+        times: dict = {name: [] for name in calls}
+        for _ in range(sizes["rounds"]):
+            for name, call in calls.items():
+                times[name] += list(probe_latency(call, images, warmup=3).times_ms)
+        overhead: dict = {}
+        for name, call in calls.items():
+            for _ in range(sizes["repeats"]):
+                probed = probe_latency(call, images).mean_ms
+                started = time.perf_counter()
+                for image in images[1:]:
+                    call(image)
+                overhead.setdefault(name, []).append(probed / (1000 * (time.perf_counter() - started)
+                                                               / (len(images) - 1)))
+        tools = {"openvino": lambda: benchmark_app(artifacts["openvino"].path, size, "f32"),
+                 "litert": lambda: litert_benchmark(artifacts["litert"].path, threads(), folder)}
+        own = {name: [probe_latency(calls[name], images, warmup=3).p50_ms / tool() for _ in range(2)]
+               for name, tool in tools.items()}
+    means = {name: statistics.fmean(ms) for name, ms in times.items() if name != "openvino_bf16"}
+    fastest = min(means, key=means.get)
+    probe_medians = [statistics.median(r) for r in overhead.values()]
+    return {"best_share": figure([gflops * 1000 / ms / fp32_peak for ms in times[fastest]], "x"),
+            "tf_over_best": figure([means["tf"] / means[fastest]], "x"),
+            "probe_low": figure([min(probe_medians)], "x"), "probe_high": figure([max(probe_medians)], "x"),
+            **{f"probe_{name}": figure(ratios, "x") for name, ratios in overhead.items()},
+            **{f"own_{name}": figure(ratios, "x") for name, ratios in own.items()},
+            **{f"{name}_ms": figure(ms, "ms") for name, ms in times.items()},
+            "labels": {"fastest": fastest, "base": sizes["base"], "size": str(size)}}
+
+
+def sut_overhead(runtime: str, artifact: str, size: int, rounds: int, seconds: float) -> list[float]:
+    """In a child: the product's probe p50 and its LoadGen single-stream p50 on one loaded model, alternating,
+    `rounds` pairs: each pair's LoadGen / probe."""
+    import numpy as np
+
+    from l40sbench.core.timing import probe_latency
+    from l40sbench.loadgen.config import Job
+    from l40sbench.loadgen.harness import run_test
+    from l40sbench.runtimes.measure import threads
+    from l40sbench.runtimes.registry import load
+
+    loaded = load(runtime, Path(artifact), "fp32", threads(), "fp32")
+    images = [np.random.default_rng(i).integers(0, 256, (1, size, size, 3), dtype=np.uint8) for i in range(20)]
+    ratios = []
+    with tempfile.TemporaryDirectory() as work:
+        for index in range(rounds):
+            probe = probe_latency(loaded.call, images * 2, warmup=2).p50_ms
+            got = run_test([loaded.call], images, Job("single-stream", 1, 0.0, 1, seconds, None,
+                                                      expected_latency_ms=probe / 2), Path(work) / str(index))
+            ratios.append(got["latency_ms"]["p50"] / probe)
+    return ratios
+
+
+def _loadgen_text(f: dict) -> str:
+    return (f"LoadGen single-stream p50 / the probe's p50 {f['sut_low']['value']:.3f}-{f['sut_high']['value']:.3f} "
+            f"over the runtimes (pairs in turns); best offline {100 * f['offline_share']['value']:.1f} % of the fp32 "
+            f"peak ({f['labels']['offline']}); server at 15 ms: {f['server_qps']['value']:g} queries/s at most "
+            f"({f['labels']['base']} at {f['labels']['size']} px)")
+
+
+@claim("loadgen", "LoadGen", "the SUT adds nothing to the probe; offline against the peak; the server rate at 15 ms",
+       "MLPerf LoadGen scenarios", _loadgen_text, "sut_high",
+       sizes={"base": "xception", "size": 299, "limit": 40, "runtimes": "tf,onnxruntime,openvino,litert",
+              "duration": 10, "batches": "1,4,16", "rounds": 3, "sut_seconds": 8},
+       quick={"base": "vgg19", "size": 32, "limit": 8, "runtimes": "onnxruntime", "duration": 1, "batches": "1,2",
+              "rounds": 1, "sut_seconds": 1})
+def loadgen(sizes: dict) -> dict:
+    """A classify run (random weights), then `infer --scenario single-stream,offline` and `--scenario server
+    --find-max-qps --latency-bound-ms 15` as a user runs them; then the SUT's overhead per runtime, each in a
+    process of its own."""
+    from benchmarks.claims.figures import in_child
+    from l40sbench.core.utilisation import peak_for
+
+    with tempfile.TemporaryDirectory() as work:
+        run = Path(work) / "run"
+        suite(["classify", "--base", sizes["base"], "--image-size", str(sizes["size"]), "--limit", str(sizes["limit"]),
+               "--epochs", "1", "--weights", "none", "--output-dir", str(run)])
+        common = [str(run), "--runtimes", sizes["runtimes"], "--duration", str(sizes["duration"])]
+        suite(["infer", *common, "--scenario", "single-stream,offline", "--max-batch-size", sizes["batches"]])
+        suite(["infer", *common, "--scenario", "server", "--find-max-qps", "--latency-bound-ms", "15"])
+        (record,) = records(run)
+        artifacts = {r["runtime"]: r["artifact"] for r in record["inference"]["runtimes"]}
+        sut = {name: in_child("benchmarks.claims.runtimes:sut_overhead", name, artifacts[name], sizes["size"],
+                              sizes["rounds"], sizes["sut_seconds"]) for name in sizes["runtimes"].split(",")}
+    _, fp32 = peak_for(record["env"]["peak"], "fp32")
+    gflops = record["utilisation"]["forward_gflops_per_image"]
+    scenarios = record["inference"]["scenarios"]
+    offline = max((e for e in scenarios if e["scenario"] == "offline"), key=lambda e: e["samples_per_second"])
+    servers = [e for e in scenarios if e["scenario"] == "server" and e["settings"].get("find_max_qps")]
+    medians = [statistics.median(r) for r in sut.values()]
+    return {"sut_low": figure([min(medians)], "x"), "sut_high": figure(sut[max(sut, key=lambda n: statistics.median(
+                sut[n]))], "x"),
+            **{f"sut_{name}": figure(ratios, "x") for name, ratios in sut.items()},
+            "offline_share": figure([gflops * offline["samples_per_second"] / fp32], "x"),
+            "server_qps": figure([max(e["search"]["max_valid_qps"] for e in servers)], "queries/s"),
+            "labels": {"offline": f"{offline['runtime']} at batch {offline['settings']['batch']}",
+                       "base": sizes["base"], "size": str(sizes["size"])}}
