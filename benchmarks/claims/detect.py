@@ -67,7 +67,7 @@ def _regions_text(f: dict) -> str:
 
 @claim("detect-regions", "detection", "Model Garden's COCO second stage (1000/512) against the TF1 configs' 300/64 "
        "the suite uses", "Faster R-CNN: the second stage's region count", _regions_text, "step",
-       sizes={"size": 128, "limit": 8, "pairs": 3}, quick={"size": 64, "limit": 2, "pairs": 1})
+       sizes={"size": 128, "limit": 4, "pairs": 3}, quick={"size": 64, "limit": 2, "pairs": 1})
 def regions(sizes: dict) -> dict:
     """faster_rcnn_resnet50 with the suite's second stage and with Model Garden's, set in the child before the
     run, in turns: epoch 2 and the mean per image compared."""
