@@ -1,69 +1,121 @@
-"""The suite's speed claims as one registry: each a function that measures and returns its figures, with the
-sentence it supports, its topic and log entry in docs/PERFORMANCE.md, and its default and --quick sizes.
+"""The suite's speed claims as one registry: benchmarks/claims/claims.toml names each claim, its topic and the
+sentence it supports in docs/PERFORMANCE.md, its performance-log.md entry, the function that measures it
+(benchmarks/claims/<module>.py), the figure whose interval the table shows, the table's text as a template of
+the figures, and its default and --quick sizes.
 
 `python -m benchmarks list | run NAME... | run --all [--quick] | publish` (benchmarks/__main__.py) runs each
 claim in a process of its own and writes its record under benchmarks/results/claims/ (benchmarks/claims/runner.py);
-`publish` writes PERFORMANCE.md's table from the newest records (benchmarks/claims/publish.py).
-
-A claim's body takes its sizes and returns {figure name: figures.figure(...)}; `text` turns those into the
-table's cell. Shared pieces (a figure with its interval, turns of A and B, a fresh process timed) are in
-benchmarks/claims/figures.py.
+`publish` writes PERFORMANCE.md's table from the newest records (benchmarks/claims/publish.py). A body takes its
+sizes and returns {figure name: figures.figure(...)}, and under "labels" any words the text names (a model's
+name). Shared pieces (a figure with its interval, turns of A and B, a command run as a user runs it, a function
+in a fresh interpreter) are in benchmarks/claims/figures.py.
 """
 
 from __future__ import annotations
 
+import importlib
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from l40sbench.core.registry import Registry
+
+TABLE = Path(__file__).with_name("claims.toml")
+
+
+class Shown:
+    """One figure as a text's template reads it: `{name:.2f}` its value, and `.n`, `.ms`, `.percent`,
+    `.minutes`, `.lowest`, `.highest`, `.total` (of its samples)."""
+
+    def __init__(self, block: dict):
+        self.value, self.n, self.samples = block["value"], block["n"], block.get("samples") or [block["value"]]
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def _scaled(self, factor: float) -> Shown:
+        return Shown({"value": factor * self.value, "n": self.n})
+
+    @property
+    def ms(self) -> Shown:
+        return self._scaled(1000)
+
+    @property
+    def percent(self) -> Shown:
+        return self._scaled(100)
+
+    @property
+    def minutes(self) -> Shown:
+        return self._scaled(1 / 60)
+
+    @property
+    def lowest(self) -> float:
+        return min(self.samples)
+
+    @property
+    def highest(self) -> float:
+        return max(self.samples)
+
+    @property
+    def total(self) -> float:
+        return sum(self.samples)
+
+
+class _Absent:
+    """A figure a --quick run does not measure: shown as '-'."""
+
+    def __format__(self, spec: str) -> str:
+        return "-"
+
+    def __getattr__(self, name: str) -> _Absent:
+        return self
+
+
+class _Fields(dict):
+    def __missing__(self, key: str) -> _Absent:
+        return _Absent()
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of docs/PERFORMANCE.md.
+    """One claim of docs/PERFORMANCE.md, as claims.toml declares it.
 
     Attributes:
       topic, sentence, log_entry: the table's topic, claim and performance-log.md entry.
-      body: sizes -> {figure name: figure}, and under "labels" any words the text names (a model's name);
-        runs in the claim's own process.
-      text: figures -> the table's figure cell.
-      sizes, quick: the default sizes and --quick's (seconds each, to find a claim whose code broke).
+      body: "module:function" in benchmarks/claims/: sizes -> {figure name: figure}; runs in the claim's own
+        process.
       headline: the figure whose 95 % interval the table shows.
+      text: the table's figure cell, a str.format template of the figures (see Shown) and the labels.
+      sizes, quick: the default sizes and --quick's (seconds to minutes each, to find a claim whose code broke).
     """
 
     name: str
     topic: str
     sentence: str
     log_entry: str
-    body: Callable[[dict], dict]
-    text: Callable[[dict], str]
+    body: str
     headline: str
+    text: str
     sizes: dict = field(default_factory=dict)
     quick: dict = field(default_factory=dict)
 
+    def measure(self, sizes: dict) -> dict:
+        """The body's figures at `sizes` (its module imported now)."""
+        module, function = self.body.split(":")
+        measure: Callable[[dict], dict] = getattr(importlib.import_module(f"benchmarks.claims.{module}"), function)
+        return measure(sizes)
 
-CLAIMS: Registry[Claim] = Registry("claim")
-MODULES = ("backends", "classify", "detect", "devices", "install", "machine", "runs", "runtimes", "synthetic", "telemetry",
-           "timing")
-
-
-def claim(name: str, topic: str, sentence: str, log_entry: str, text: Callable[[dict], str], headline: str,
-          sizes: dict | None = None, quick: dict | None = None):
-    """Registers the decorated body as the claim `name`."""
-
-    def register(body):
-        CLAIMS.register(name, Claim(name, topic, sentence, log_entry, body, text, headline, sizes or {},
-                                    quick or {}))
-        return body
-
-    return register
+    def describe(self, figures: dict) -> str:
+        """The table's figure cell for these figures."""
+        fields = _Fields(figures.get("labels", {}))
+        fields.update({name: Shown(block) for name, block in figures.items() if name != "labels"})
+        return self.text.format_map(fields)
 
 
 def load_all() -> Registry[Claim]:
-    """The registry with every claim module imported (each registers its claims)."""
-    import importlib
-
-    for module in MODULES:
-        importlib.import_module(f"benchmarks.claims.{module}")
-
-    return CLAIMS
+    """Every claim claims.toml declares (no body imported until it runs)."""
+    claims: Registry[Claim] = Registry("claim")
+    for name, declared in tomllib.loads(TABLE.read_text()).items():
+        claims.register(name, Claim(name, **declared))
+    return claims

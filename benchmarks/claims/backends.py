@@ -10,19 +10,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import REPO, figure, in_child, records, suite
 
 
-def _jax_text(f: dict) -> str:
-    return (f"the sweep's step / a bare `jax.jit` step {f['step']['value']:.3f} ({f['step']['n']} pairs); the "
-            f"probe / a bare `jax.jit` loop with `block_until_ready` on each output {f['probe']['value']:.3f} "
-            f"({f['probe']['n']} rounds; {f['probe_ms']['value']:.3f} ms an image)")
-
-
-@claim("jax-step", "backends", "on jax, the sweep's step and the latency probe add nothing to a bare `jax.jit`",
-       "Keras backends side by side", _jax_text, "step",
-       sizes={"model": "googlenet", "batch": 4, "rounds": 15}, quick={"model": "lenet", "batch": 2, "rounds": 3})
 def jax_step(sizes: dict) -> dict:
     """The CI gate's child (tests/benchmarks/jax_step_child.py): the sweep's jax step against a bare jax.jit step
     written there from the model's stateless_call, in turns; then the probe against a bare jitted loop (lenet,
@@ -36,16 +26,6 @@ def jax_step(sizes: dict) -> dict:
             "probe_ms": figure([got["probe_median_ms"]], "ms")}
 
 
-def _backends_text(f: dict) -> str:
-    return (f"jax / tensorflow: steady epoch {f['epoch']['value']:.2f}x, an image {f['image']['value']:.2f}x "
-            f"(medians of {f['epoch']['n']} rounds in turns; tensorflow {f['tf_epoch']['value']:.2f} s an epoch, "
-            f"{f['tf_ms']['value']:.1f} ms an image)")
-
-
-@claim("backends", "backends", "classify on jax against TensorFlow, the same command on the same CPU",
-       "Keras backends side by side", _backends_text, "epoch",
-       sizes={"base": "vgg19", "image_size": 96, "epochs": 3, "limit": 64, "rounds": 3},
-       quick={"base": "vgg19", "image_size": 32, "epochs": 2, "limit": 8, "rounds": 1})
 def backends(sizes: dict) -> dict:
     """`classify --backend tensorflow` then `--backend jax`, each a fresh process, in rounds: the steady epoch and
     the probe's mean per image from each record."""
@@ -104,17 +84,6 @@ def xla_forward(size: int, calls: int) -> dict:
     return {"probe": times(lambda: forward(image)), "batch16": times(lambda: bulk(trainable, non_trainable, batch))}
 
 
-def _xla_text(f: dict) -> str:
-    return (f"the probe's median per image {1000 * f['default']['value']:.1f} ms by default, "
-            f"{1000 * f['xnnpack']['value']:.1f} with XNNPACK, {1000 * f['greedy']['value']:.1f} with its greedy "
-            f"fusion; XNNPACK / default {f['xnnpack_ratio']['value']:.3f} (median of {f['xnnpack_ratio']['n']} "
-            f"rounds in turns); a batch-16 forward {1000 * f['default_batch16']['value']:.1f} against "
-            f"{1000 * f['xnnpack_batch16']['value']:.1f} ms")
-
-
-@claim("xla-flags", "backends", "XLA's XNNPACK flags give jax's CPU forward no settled gain",
-       "Keras backends side by side", _xla_text, "xnnpack_ratio", sizes={"size": 96, "calls": 20, "rounds": 3},
-       quick={"size": 32, "calls": 2, "rounds": 1})
 def xla_flags(sizes: dict) -> dict:
     """vgg19 as classify builds it on jax, in a fresh process per XLA_FLAGS setting, the settings in turns."""
     got: dict = {name: {"probe": [], "batch16": [], "medians": []} for name in XLA_SETTINGS}

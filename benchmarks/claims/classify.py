@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 import time
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure
 
 SIZES = {"base": "vgg19", "image_size": 96, "limit": 160, "rounds": 5}
@@ -32,14 +31,6 @@ def _classifier(sizes: dict):
     return model, images.x["train"], images.y["train"], images.x["test"]
 
 
-def _pipeline_text(f: dict) -> str:
-    return (f"cache / memory {f['ratio']['value']:.3f} (median of {f['ratio']['n']} rounds' epochs; "
-            f"{f['cache']['value']:.2f} s an epoch from the cache)")
-
-
-@claim("input-pipeline", "classification",
-       "an epoch fed from the decoded cache costs no more than one fed from tensors in memory", "Input pipeline",
-       _pipeline_text, "ratio", sizes=SIZES, quick=QUICK)
 def input_pipeline(sizes: dict) -> dict:
     """The product's path (model.fit on the cached uint8 arrays, shuffled) against the same tensors batched in a
     cached tf.data pipeline, an epoch of each in turns."""
@@ -71,14 +62,6 @@ def input_pipeline(sizes: dict) -> dict:
             "cache": figure(cache, "s"), "memory": figure(memory, "s")}
 
 
-def _probe_text(f: dict) -> str:
-    return (f"probe / bare loop {f['ratio']['value']:.3f} (median of {f['ratio']['n']} rounds); `model.predict` "
-            f"per image {f['predict']['value']:.2f}x the probe")
-
-
-@claim("probe-overhead", "classification",
-       "the latency probe adds nothing to the compiled call; `model.predict` per image would",
-       "Latency probe overhead", _probe_text, "ratio", sizes=SIZES, quick=QUICK)
 def probe_overhead(sizes: dict) -> dict:
     """The probe's mean per image against a bare loop over the same compiled call, in turns; and model.predict
     of one image at a time against the probe."""
@@ -107,14 +90,6 @@ def probe_overhead(sizes: dict) -> dict:
 LISTINGS = {"classify": ["classify", "--list-bases"], "detect": ["detect", "--list-bases"], "version": ["--version"]}
 
 
-def _listing_text(f: dict) -> str:
-    return (f"`classify --list-bases` {f['classify']['value']:.2f} s, `detect --list-bases` "
-            f"{f['detect']['value']:.2f} s, the CLI's own start (`--version`) {f['version']['value']:.2f} s "
-            f"(medians of {f['classify']['n']} fresh processes)")
-
-
-@claim("list-bases", "classification", "listing every base is instant (under 3 s): it reads a table, not Keras",
-       "Classification (this page)", _listing_text, "classify", sizes={"rounds": 5}, quick={"rounds": 1})
 def list_bases(sizes: dict) -> dict:
     """`classify --list-bases` and `detect --list-bases` in fresh interpreters as a user runs them, beside the
     CLI's own start."""
@@ -127,19 +102,6 @@ def list_bases(sizes: dict) -> dict:
 PROTOCOL_BASES = ("xception", "inceptionv3", "vgg19")
 
 
-def _protocol_text(f: dict) -> str:
-    bases = [b for b in PROTOCOL_BASES if f"epoch_{b}" in f]
-    epochs = ", ".join(f"{f['epoch_' + b]['value']:.1f}" for b in bases)
-    images = ", ".join(f"{f['image_' + b]['value']:.1f}" for b in bases)
-    return (f"a steady epoch {epochs} s; an image {images} ms ({', '.join(bases)}; epochs 2-"
-            f"{f['epochs']['value']:.0f} of each run)")
-
-
-@claim("protocol", "classification", "the studies' protocol (batch 16, native sizes) on the stand-in: an epoch and "
-       "an image per base", "Classification protocol on the stand-in", _protocol_text, "epoch_xception",
-       sizes={"bases": list(PROTOCOL_BASES), "flags": ["--epochs", "3", "--weights", "none"]},
-       quick={"bases": ["xception"], "flags": ["--epochs", "2", "--weights", "none", "--image-size", "71",
-                                               "--limit", "8"]})
 def protocol(sizes: dict) -> dict:
     """Each base as a user runs it (`classify --base B`, the protocol's batch and native size; random weights:
     speed does not depend on them; fewer than the protocol's 10 epochs, the steady ones kept): the steady epochs

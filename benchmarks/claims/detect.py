@@ -7,7 +7,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure, in_child, kept_peak, records, suite
 
 BASES = ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2")
@@ -20,18 +19,6 @@ def _detect(folder: Path, *flags: str) -> dict:
     return records(folder)[0]
 
 
-def _at_640_text(f: dict) -> str:
-    steps, images = ", ".join(f"{f[f'step_{b}']['value']:.1f}" for b in BASES), ", ".join(
-        f"{f[f'image_{b}']['value']:.2f}" for b in BASES)
-    return (f"steady step {steps} s; the article's 240-image epoch {f['epoch_low']['value'] / 60:.1f}-"
-            f"{f['epoch_high']['value'] / 60:.1f} min projected; an image {images} s ({', '.join(BASES)}); "
-            f"serving / bare model {f['serving_low']['value']:.3f}-{f['serving_high']['value']:.3f}")
-
-
-@claim("detect-640", "detection", "a step, the 240-image epoch and one image at 640 px per detector; the serving "
-       "signature costs no more than the bare model", "Detection at 640 px", _at_640_text, "serving",
-       sizes={"size": 640, "limit": 16, "batch": 16, "bases": list(BASES)},
-       quick={"size": 128, "limit": 2, "batch": 2, "bases": ["ssd_resnet50_fpn"]})
 def at_640(sizes: dict) -> dict:
     """Each detector as a user runs it, `--epochs 2` (epoch 1 holds the tracing, epoch 2 is steady): the steady
     step, the article's epoch projected from it, the probe's mean per image, and serving over the bare model."""
@@ -60,14 +47,6 @@ def second_stage(proposals: int, regions: int, argv: list[str]) -> int:
     return main(argv)
 
 
-def _regions_text(f: dict) -> str:
-    return (f"Model Garden's 1000/512 against the TF1 configs' 300/64: {f['step']['value']:.1f}x a training epoch, "
-            f"{f['image']['value']:.1f}x an image (faster_rcnn_resnet50, medians of {f['step']['n']} pairs in turns)")
-
-
-@claim("detect-regions", "detection", "Model Garden's COCO second stage (1000/512) against the TF1 configs' 300/64 "
-       "the suite uses", "Faster R-CNN: the second stage's region count", _regions_text, "step",
-       sizes={"size": 128, "limit": 4, "pairs": 3}, quick={"size": 64, "limit": 2, "pairs": 1})
 def regions(sizes: dict) -> dict:
     """faster_rcnn_resnet50 with the suite's second stage and with Model Garden's, set in the child before the
     run, in turns: epoch 2 and the mean per image compared."""
@@ -89,14 +68,6 @@ def regions(sizes: dict) -> dict:
     return {"step": figure(step, "x"), "image": figure(image, "x")}
 
 
-def _precision_text(f: dict) -> str:
-    return (f"mixed_bfloat16 / fp32: epoch 2 {f['epoch']['value']:.2f}x, an image {f['image']['value']:.2f}x "
-            f"(faster_rcnn_resnet50, medians of {f['epoch']['n']} pairs in turns)")
-
-
-@claim("detect-precision", "detection", "mixed_bfloat16 pays for detection on a CPU with AVX512-BF16",
-       "Mixed precision for detection", _precision_text, "epoch",
-       sizes={"size": 128, "limit": 4, "pairs": 3}, quick={"size": 64, "limit": 2, "pairs": 1})
 def precision(sizes: dict) -> dict:
     """faster_rcnn_resnet50 at fp32 and mixed_bfloat16 in turns, as a user runs them."""
     flags = ["--base", "faster_rcnn_resnet50", "--image-size", str(sizes["size"]), "--limit", str(sizes["limit"]),
@@ -151,16 +122,6 @@ def both_saves(base: str) -> dict:
     return figures
 
 
-def _export_text(f: dict) -> str:
-    return (f"the signature and its weights {f['ratio_low']['value']:.1f}-{f['ratio_high']['value']:.1f}x faster "
-            f"than the module whole ({f['signature_low']['value']:.0f}-{f['signature_high']['value']:.0f} s against "
-            f"{f['module_low']['value']:.0f}-{f['module_high']['value']:.0f} s over the three detectors); outputs' "
-            f"largest difference {f['difference']['value']:g}")
-
-
-@claim("detect-export", "detection", "saving the serving signature and its weights, not the Keras layers",
-       "Saving the detection SavedModel", _export_text, "ratio", sizes={"bases": list(BASES)},
-       quick={"bases": ["ssd_resnet50_fpn"]})
 def export(sizes: dict) -> dict:
     """Each detector in a process of its own (both_saves)."""
     got = [in_child("benchmarks.claims.detect:both_saves", base, env=kept_peak()) for base in sizes["bases"]]

@@ -9,12 +9,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from unittest import mock
 
-from benchmarks.claims import claim
-from benchmarks.claims.figures import figure, in_child, records, suite, timed_rounds
+from benchmarks.claims.figures import figure, in_child, keras_clock, records, suite, timed_rounds
 from l40sbench.core.timing import time_calls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,16 +43,6 @@ def standin_driver(folder: Path) -> Path:
     return driver
 
 
-def _refusal_text(f: dict) -> str:
-    return ("with the stand-in driver's L40S, each exit 2, one line, no folder left: "
-            + ", ".join(f"{name.replace('_', ' ')} {f[name]['value']:.1f} s" for name in COMMANDS)
-            + f" (medians of {f['detect']['n']})")
-
-
-@claim("gpu-refusal", "devices",
-       "a GPU the backend cannot use stops each command that computes before anything is measured",
-       "The GPU check on real host shapes", _refusal_text, "classify_tensorflow", sizes={"rounds": 3},
-       quick={"rounds": 1})
 def gpu_refusal(sizes: dict) -> dict:
     """Each command that computes, in a fresh interpreter as a user runs it, against the stand-in's L40S.
 
@@ -80,18 +68,6 @@ def gpu_refusal(sizes: dict) -> dict:
     return out
 
 
-def _check_text(f: dict) -> str:
-    return (f"run.sh's one driver query {f['run_sh_query']['value']:.3f} s; the gate's driver query (a child) "
-            f"{f['driver_view']['value']:.3f} s; a backend check in its child: tensorflow "
-            f"{f['probe_tensorflow']['value']:.2f} s, jax {f['probe_jax']['value']:.2f} s, against "
-            f"{1000 * f['kept_answer']['value']:.2f} ms for a kept answer; a driver that never answers: given up "
-            f"after {f['stuck_driver']['value']:.2f} s (medians of {f['kept_answer']['n']})")
-
-
-@claim("gpu-check-cost", "devices",
-       "the GPU check's cost, and what keeping its answer saves a GPU command (stand-in driver)",
-       "The GPU check on real host shapes", _check_text, "probe_tensorflow", sizes={"rounds": 5},
-       quick={"rounds": 1})
 def gpu_check_cost(sizes: dict) -> dict:
     """run.sh's driver query (a fresh interpreter); the gate's driver query (a child); one backend check in its
     child (the framework's import and its view: what a GPU command pays where no answer is kept); the gate
@@ -136,7 +112,6 @@ def epochs_scored(mode: str, images: int, size: int, epochs: int) -> list[float]
     """In a child: vgg19 built and compiled as classify builds it, under MirroredStrategy over 2 logical CPU
     devices, `fit` at a global batch of 32, each epoch timed by a callback; between epochs nothing (none), Keras'
     evaluate on 32 images (evaluate), or a plain compiled forward of them on the primary device (plain)."""
-    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -152,34 +127,18 @@ def epochs_scored(mode: str, images: int, size: int, epochs: int) -> list[float]
     forward = tf.function(lambda batch: model(batch, training=False))
     seconds: list[float] = []
 
-    class Timer(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.started = time.perf_counter()
+    def between() -> None:
+        if mode == "evaluate":
+            model.evaluate(x[:32], y[:32], batch_size=16, verbose=0)
+        elif mode == "plain":
+            for i in range(0, 32, 16):
+                forward(tf.convert_to_tensor(x[i:i + 16])).numpy()
 
-        def on_epoch_end(self, epoch, logs=None):
-            seconds.append(time.perf_counter() - self.started)
-            if mode == "evaluate":
-                model.evaluate(x[:32], y[:32], batch_size=16, verbose=0)
-            elif mode == "plain":
-                for i in range(0, 32, 16):
-                    forward(tf.convert_to_tensor(x[i:i + 16])).numpy()
-
-    model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, shuffle=True, callbacks=[Timer()])
+    model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, shuffle=True,
+              callbacks=[keras_clock("epoch", seconds, between)])
     return seconds
 
 
-def _scoring_text(f: dict) -> str:
-    return (f"later epochs with nothing between them {f['none']['value']:.1f} s, with `evaluate` between "
-            f"{f['evaluate']['value']:.1f} s (its slowest {f['evaluate_slowest']['value']:.1f} s), with a plain "
-            f"compiled forward {f['plain']['value']:.1f} s (medians of epochs 2-{f['epochs']['value']:.0f}, "
-            f"{f['none']['n']} each)")
-
-
-@claim("scoring-under-strategy", "devices",
-       "scoring the test split between epochs under a strategy retraces the step, so classify skips it there",
-       "Fine-tuning on 1 and 2 devices", _scoring_text, "evaluate",
-       sizes={"images": 64, "size": 96, "epochs": 5, "rounds": 2}, quick={"images": 32, "size": 32, "epochs": 2,
-                                                                          "rounds": 1})
 def scoring_under_strategy(sizes: dict) -> dict:
     """Each mode in a process of its own (logical devices are set before TensorFlow starts), the modes in turns,
     `rounds` times; epochs 2..N kept."""
@@ -199,15 +158,6 @@ TWO_DEVICES = {
 }
 
 
-def _two_text(f: dict) -> str:
-    return (f"efficiency on 2 logical devices of one CPU (ideal there 50 %): classify {100 * f['classify']['value']:.1f}"
-            f" %, detect {100 * f['detect']['value']:.1f} % (medians of {f['classify']['n']} runs); replicas' largest "
-            f"weight difference {f['replica_gap']['value']:g}")
-
-
-@claim("two-devices", "devices", "fine-tuning on 2 logical CPU devices: what the multi-device path itself costs",
-       "Fine-tuning on 1 and 2 devices", _two_text, "classify", sizes={"rounds": 3, "quick": False},
-       quick={"rounds": 1, "quick": True})
 def two_devices(sizes: dict) -> dict:
     """`classify` and `detect` with `--devices 1,2` as a user runs them (fp32, random weights), `rounds` times:
     each run's efficiency from its records' scaling blocks, and how far the replicas' weights ended apart."""

@@ -140,3 +140,19 @@ def run_peak() -> dict:
     from l40sbench.peak.measure import measure_env
 
     return measure_env()
+
+
+def keras_clock(kind: str, seconds: list[float], after: Callable[[], None] | None = None):
+    """A Keras callback that appends the seconds of each `kind` ("epoch", "train_batch") to `seconds`, then calls
+    `after` (work between epochs, outside the clock)."""
+    import keras
+
+    def begin(callback, *_, **__):
+        callback.started = time.perf_counter()
+
+    def end(callback, *_, **__):
+        seconds.append(time.perf_counter() - callback.started)
+        if after is not None:
+            after()
+
+    return type("Clock", (keras.callbacks.Callback,), {f"on_{kind}_begin": begin, f"on_{kind}_end": end})()

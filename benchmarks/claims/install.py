@@ -8,21 +8,11 @@ import sys
 import tempfile
 import time
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure
 
 MODULES = {"tensorflow": "tensorflow", "jax": "jax", "cli": "l40sbench.cli"}  # figure name: the module imported
 
 
-def _bytecode_text(f: dict) -> str:
-    return ("from source / compiled: " + ", ".join(f"`import {m}` {f[k]['value']:.2f}x" for k, m in MODULES.items())
-            + f" (medians of {f['tensorflow']['n']} rounds in turns; `import tensorflow` compiled "
-            f"{f['tensorflow_compiled']['value']:.2f} s)")
-
-
-@claim("bytecode", "tests", "run.sh compiles the venv's bytecode: every process imports the suite's libraries "
-       "faster", "The test suite on several workers", _bytecode_text, "tensorflow", sizes={"rounds": 3},
-       quick={"rounds": 1})
 def bytecode(sizes: dict) -> dict:
     """`import M` in fresh processes in turns: with the venv's own __pycache__ ("compiled", as run.sh leaves it;
     PYTHONDONTWRITEBYTECODE set, as on these machines) and with PYTHONPYCACHEPREFIX at an empty folder nothing is

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure
 from l40sbench.core.timing import time_calls
 
 
-def _interval_text(f: dict) -> str:
-    return (f"{1000 * f['n139']['value']:.1f} ms for 139 samples, {1000 * f['n1000']['value']:.0f} ms for 1000 "
-            f"(medians of {f['n139']['n']})")
-
-
-@claim("interval-cost", "intervals", "a BCa interval costs little", "Figures that hold on every device",
-       _interval_text, "n139", sizes={"repeats": 20}, quick={"repeats": 2})
 def interval_cost(sizes: dict) -> dict:
     """core.intervals.interval on lognormal samples of a probe's size (139) and a LoadGen test's (1000)."""
     import numpy as np
@@ -31,13 +23,6 @@ def interval_cost(sizes: dict) -> dict:
     return out
 
 
-def _peak_text(f: dict) -> str:
-    return (f"{f['seconds']['value']:.1f} s a measurement (n {f['seconds']['n']}); it found float32 "
-            f"{f['float32']['value']:.0f} GFLOP/s")
-
-
-@claim("peak-cost", "peak", "the peak costs a run seconds: measured in a fresh process, TensorFlow already started",
-       "The measured peak", _peak_text, "seconds", sizes={"repeats": 3}, quick={"repeats": 1})
 def peak_cost(sizes: dict) -> dict:
     """l40sbench.peak.measure.measure_env timed, never read from a kept peak."""
     os.environ.pop("L40SBENCH_PEAK_FILE", None)
@@ -65,15 +50,6 @@ def ar1(seed: int, n: int, rho: float):
     return series
 
 
-def _coverage_text(f: dict) -> str:
-    return (f"an AR(1) series (r 0.7, n 100): the suite's interval covered the true mean in "
-            f"{100 * f['suite']['value']:.1f} % of {f['suite']['n']} seeded trials; the percentile bootstrap that "
-            f"takes the samples as independent in {100 * f['independent']['value']:.1f} %")
-
-
-@claim("interval-coverage", "intervals", "the suite's 95 % interval holds for serially correlated samples, where "
-       "resampling them as independent does not", "Figures that hold on every device", _coverage_text, "suite",
-       sizes={"rho": 0.7, "n": 100, "trials": 200}, quick={"rho": 0.7, "n": 100, "trials": 3})
 def interval_coverage(sizes: dict) -> dict:
     """How often a 95 % interval of the mean covers the true mean (0) of AR(1) series in seeded trials: SciPy's
     percentile bootstrap on the samples as independent, and core.intervals' choice. Arithmetic, not a timing."""

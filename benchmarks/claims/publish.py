@@ -47,7 +47,8 @@ def table(results: Path = RESULTS) -> str:
       UserError: a claim without a record fit to publish.
     """
     rows = []
-    for claim in (load_all().get(name) for name in load_all().names()):
+    claims = load_all()
+    for claim in (claims.get(name) for name in claims.names()):
         path = results / f"{claim.name}.json"
         if not path.is_file():
             raise UserError(f"claim {claim.name} has no record: python -m benchmarks run {claim.name}")

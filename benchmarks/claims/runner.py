@@ -117,7 +117,7 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
                   "sizes": sizes, "date_utc": env["timestamp_utc"][:10], "env": env, "peak": peak,
                   "quiet": {"before": before["reasons"], "during": during["reasons"],
                             "verdict": "quiet" if not (before["reasons"] or during["reasons"]) else "not quiet"},
-                  "seconds": seconds, "figures": figures, "text": claim.text(figures)}
+                  "seconds": seconds, "figures": figures, "text": claim.describe(figures)}
         path = output_dir / f"{claim.name}.json"
         path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         log(f"  {record['text']} ({seconds:.0f} s, {record['quiet']['verdict']}) -> {path}")
@@ -130,5 +130,5 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
 
 def one(name: str, sizes_json: str, out: str) -> None:
     """The child: one claim's body, its figures to `out`."""
-    figures = load_all().get(name).body(json.loads(sizes_json))
+    figures = load_all().get(name).measure(json.loads(sizes_json))
     Path(out).write_text(json.dumps(figures))

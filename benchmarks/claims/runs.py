@@ -11,24 +11,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import REPO, figure, kept_peak, records, spinners, suite
 
 TINY = ["--base", "vgg19", "--limit", "24", "--batch-size", "4", "--epochs", "2", "--weights", "none",
         "--image-size", "96"]
 
 
-def _between_text(f: dict) -> str:
-    return (f"per-image mean, next run / run before: {f['ratio']['value']:.3f} (median of {f['ratio']['n']} "
-            f"neighbours; farthest {f['farthest']['value']:.3f}x); `compare` at its default 10 % called "
-            f"{f['worse']['value']:.0f} of {f['ratio']['n']} worse; {sum(f['stable']['samples']):.0f} of "
-            f"{f['stable']['n']} runs stable")
-
-
-@claim("between-runs", "stability",
-       "two runs of one command differ by more than either run's own interval shows",
-       "Two runs of one command", _between_text, "ratio", sizes={"runs": 6, "flags": TINY},
-       quick={"runs": 2, "flags": [*TINY[:-1], "32"]})
 def between_runs(sizes: dict) -> dict:
     """The stability tests' classify command run back to back; `compare` (default tolerance) on each neighbour
     pair, and the per-image means' ratios."""
@@ -50,15 +38,6 @@ def between_runs(sizes: dict) -> dict:
             "means": figure(means, "ms")}
 
 
-def _overload_text(f: dict) -> str:
-    return (f"100,000 queries/s asked for {f['duration']['value']:.0f} s on the tiny vgg19 (ONNX Runtime): "
-            f"{f['invalid']['value']:.0f} of {f['test']['n']} INVALID at the query cap; the test ended in "
-            f"{f['test']['value']:.2f} s (median; bound 2 x its duration), the whole command in "
-            f"{f['command']['value']:.1f} s")
-
-
-@claim("server-overload", "LoadGen", "a server test far past capacity ends in bounded time", "docs/loadgen.md",
-       _overload_text, "test", sizes={"rounds": 3, "duration": 2}, quick={"rounds": 1, "duration": 1})
 def server_overload(sizes: dict) -> dict:
     """A tiny vgg19 run, then `infer RUN --runtimes onnxruntime --scenario server --target-qps 100000` as a user
     runs it, `rounds` times: each test's own wall time and verdict from the record, and the command's."""
@@ -106,19 +85,6 @@ def _study(folder: Path, budget: str, busy: int) -> tuple[dict, float]:
     return json.loads((folder / "study.json").read_text()), time.perf_counter() - started
 
 
-def _budget_text(f: dict) -> str:
-    return (f"a {f['budget']['value']:.0f} s budget with {f['busy']['value']:.0f} processes spinning from the "
-            f"second step on: {f['used']['value']:.1f} s used ({f['over']['value']:+.1f} s against it), the command "
-            f"{f['wall']['value']:.1f} s, {f['cut']['value']:.0f} step cut with its partial record and "
-            f"{f['not_started']['value']:.0f} not started"
-            + (f"; unloaded, the same study used {f['quiet_used']['value']:.1f} s" if "quiet_used" in f else ""))
-
-
-@claim("study-budget", "study",
-       "`--budget` is a deadline: a study ends within the budget + 5 % + 30 s, the step running at it stopped",
-       "Figures that hold on every device", _budget_text, "over",
-       sizes={"budget": 95, "busy": 6, "rounds": 1, "quiet": True},
-       quick={"budget": 95, "busy": 2, "rounds": 1, "quiet": False})
 def study_budget(sizes: dict) -> dict:
     """`study l40s --quick` over the three classifiers with `--budget`, unloaded, then with processes spinning
     from its second step on so that the deadline falls inside a step."""
@@ -141,15 +107,6 @@ def study_budget(sizes: dict) -> dict:
             "budget": figure([sizes["budget"]], "s"), "busy": figure([sizes["busy"]], "processes")}
 
 
-def _page_text(f: dict) -> str:
-    return (f"`report --html` on a whole `study all --quick`: the page {f['mib']['value']:.2f} MiB (bound 10 MB); "
-            f"the report {f['html']['value']:.2f} s with the page against {f['markdown']['value']:.2f} s without "
-            f"(medians of {f['html']['n']} in turns; with / without {f['ratio']['value']:.3f})")
-
-
-@claim("report-page", "reports", "`report --html`'s page for a whole study stays under 10 MB and costs the report "
-       "little", "docs/cost-and-reports.md", _page_text, "ratio", sizes={"rounds": 3, "study": ["all", "--quick"]},
-       quick={"rounds": 1, "study": ["leadergpu", "--quick"]})
 def report_page(sizes: dict) -> dict:
     """`study ... --quick` as a user runs it, then `report` over its runs and both references, without and with
     `--html` in turns (each a fresh process)."""

@@ -11,7 +11,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure, records, run_peak, suite
 
 RUNTIMES = ("savedmodel", "onnxruntime", "openvino", "litert")
@@ -39,20 +38,6 @@ def litert_benchmark(tflite: Path, threads: int, folder: Path) -> float:
     return float(json.loads(out.read_text())["latency"]["median_ms"])
 
 
-def _runtimes_text(f: dict) -> str:
-    best = f["labels"]["fastest"]
-    return (f"fastest fp32: {best} at {100 * f['best_share']['value']:.1f} % of the fp32 peak, tf "
-            f"{f['tf_over_best']['value']:.2f}x slower; probe / bare call {f['probe_low']['value']:.3f}-"
-            f"{f['probe_high']['value']:.3f} over the runtimes; suite / `benchmark_app` "
-            f"{f['own_openvino']['value']:.3f}, suite / `litert-benchmark` {f['own_litert']['value']:.3f}; OpenVINO "
-            f"asked for bf16 {f['openvino_bf16_ms']['value']:.1f} ms against {f['openvino_ms']['value']:.1f} ms fp32 "
-            f"asked ({f['labels']['base']} at {f['labels']['size']} px, batch 1)")
-
-
-@claim("runtimes", "runtimes", "each runtime against the peak, the probe against each runtime's bare call and its own "
-       "tool, and OpenVINO's bf16 on a CPU that has it", "Inference runtimes", _runtimes_text, "best_share",
-       sizes={"base": "xception", "size": 299, "images": 20, "rounds": 3, "repeats": 5},
-       quick={"base": "vgg19", "size": 32, "images": 3, "rounds": 1, "repeats": 1})
 def runtimes(sizes: dict) -> dict:
     """One model (random weights) exported by the product to every runtime and loaded by it: per-image latency,
     each runtime alone in turn, in rounds (blocks, not image by image: a runtime's thread pool spins on after its
@@ -134,19 +119,6 @@ def sut_overhead(runtime: str, artifact: str, size: int, rounds: int, seconds: f
     return ratios
 
 
-def _loadgen_text(f: dict) -> str:
-    return (f"LoadGen single-stream p50 / the probe's p50 {f['sut_low']['value']:.3f}-{f['sut_high']['value']:.3f} "
-            f"over the runtimes (pairs in turns); best offline {100 * f['offline_share']['value']:.1f} % of the fp32 "
-            f"peak ({f['labels']['offline']}); server at 15 ms: {f['server_qps']['value']:g} queries/s at most "
-            f"({f['labels']['base']} at {f['labels']['size']} px)")
-
-
-@claim("loadgen", "LoadGen", "the SUT adds nothing to the probe; offline against the peak; the server rate at 15 ms",
-       "MLPerf LoadGen scenarios", _loadgen_text, "sut_high",
-       sizes={"base": "xception", "size": 299, "limit": 40, "runtimes": "tf,onnxruntime,openvino,litert",
-              "duration": 10, "batches": "1,4,16", "rounds": 3, "sut_seconds": 8},
-       quick={"base": "vgg19", "size": 32, "limit": 8, "runtimes": "onnxruntime", "duration": 1, "batches": "1,2",
-              "rounds": 1, "sut_seconds": 1})
 def loadgen(sizes: dict) -> dict:
     """A classify run (random weights), then `infer --scenario single-stream,offline` and `--scenario server
     --find-max-qps --latency-bound-ms 15` as a user runs them; then the SUT's overhead per runtime, each in a

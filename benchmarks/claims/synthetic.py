@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.claims import claim
-from benchmarks.claims.figures import figure, in_child, records, suite
+from benchmarks.claims.figures import figure, in_child, keras_clock, records, suite
 
 
 def fit_images_per_second(model: str, batch: int, warmup: int, steps: int) -> float:
@@ -26,15 +24,7 @@ def fit_images_per_second(model: str, batch: int, warmup: int, steps: int) -> fl
     x = tf.random.uniform([batch * (warmup + steps), spec.size, spec.size, 3])
     y = tf.random.uniform([batch * (warmup + steps)], maxval=1000, dtype=tf.int32)
     seconds: list[float] = []
-
-    class StepClock(keras.callbacks.Callback):
-        def on_train_batch_begin(self, step, logs=None):
-            self.started = time.perf_counter()
-
-        def on_train_batch_end(self, step, logs=None):
-            seconds.append(time.perf_counter() - self.started)
-
-    network.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[StepClock()])
+    network.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[keras_clock("train_batch", seconds)])
     return batch * steps / sum(seconds[warmup:])
 
 
@@ -46,15 +36,6 @@ def _sweep(folder: Path, model: str, batch: int, warmup: int, steps: int, device
     return {row["devices"]: row for row in record["rows"]}
 
 
-def _fit_text(f: dict) -> str:
-    return (f"sweep / `model.fit` {f['ratio']['value']:.3f} ({f['labels']['model']}, medians of {f['ratio']['n']} rounds in "
-            f"turns); 1 -> 2 logical devices of one CPU: efficiency {f['efficiency']['value']:.3f} (ideal there 0.5)")
-
-
-@claim("sweep-vs-fit", "synthetic", "the sweep's step does what `model.fit` does, and 2 logical CPU devices add "
-       "no overhead of their own", "Synthetic sweeps", _fit_text, "ratio",
-       sizes={"model": "resnet50", "batch": 32, "warmup": 2, "steps": 5, "rounds": 3},
-       quick={"model": "lenet", "batch": 4, "warmup": 1, "steps": 2, "rounds": 1})
 def sweep_vs_fit(sizes: dict) -> dict:
     """The sweep (`synthetic` at 1 and 2 devices, each configuration its own child) and a plain `model.fit` in a
     fresh process, in turns."""
@@ -70,20 +51,6 @@ def sweep_vs_fit(sizes: dict) -> dict:
             "labels": {"model": sizes["model"]}}
 
 
-def _utilisation_text(f: dict) -> str:
-    return (f"classify {f['labels']['classify']} {100 * f['classify_train']['value']:.1f} % training, "
-            f"{100 * f['classify_inference']['value']:.1f} % inference; {f['labels']['sweep']} sweep "
-            f"{100 * f['sweep_train']['value']:.1f} % training, {100 * f['sweep_inference']['value']:.1f} % "
-            f"inference; the peak's best / median matmul {f['peak_spread']['value']:.3f} "
-            f"({f['peak_spread']['n']} measurements)")
-
-
-@claim("utilisation", "utilisation", "how close a run comes to the measured peak, and how steady the peak is",
-       "The measured peak", _utilisation_text, "classify_train",
-       sizes={"classify": ["--base", "xception", "--epochs", "2"], "model": "resnet50", "batch": 32, "steps": 5,
-              "peaks": 3},
-       quick={"classify": ["--base", "vgg19", "--epochs", "1", "--image-size", "32", "--limit", "8",
-                           "--weights", "none"], "model": "lenet", "batch": 4, "steps": 2, "peaks": 1})
 def utilisation(sizes: dict) -> dict:
     """`classify` and a `synthetic` sweep (train, then inference) as a user runs them, each record's utilisation
     against the run's peak; then the peak measured again in fresh processes (`python -m l40sbench.peak`)."""
@@ -111,16 +78,6 @@ def utilisation(sizes: dict) -> dict:
             "peak_median": figure([statistics.median(spread)], "x")}
 
 
-def _profile_text(f: dict) -> str:
-    return (f"oneDNN's time in a {f['labels']['model']} training step: convolution weight gradients "
-            f"{100 * f['backward_weights']['value']:.1f} % (most in {f['labels']['weights_kernel']}), data gradients "
-            f"{100 * f['backward_data']['value']:.1f} %, forward {100 * f['forward']['value']:.1f} % "
-            f"(each the same FLOPs)")
-
-
-@claim("step-profile", "utilisation", "a training step's weight gradients run on oneDNN's older kernels, at about "
-       "half the forward's rate", "Synthetic sweeps", _profile_text, "backward_weights",
-       sizes={"model": "resnet50", "batch": 32, "steps": 2}, quick={"model": "lenet", "batch": 4, "steps": 1})
 def step_profile(sizes: dict) -> dict:
     """The sweep's own child worker for one configuration with ONEDNN_VERBOSE=1: oneDNN's execution times summed
     per convolution direction and kernel, as shares (op times overlap on two cores, so only shares are given)."""

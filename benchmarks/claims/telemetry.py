@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure, timed_rounds, turns
 
 
@@ -17,17 +16,6 @@ def _stand_in():
                                                                           if f.exists()))})
 
 
-def _sampler_text(f: dict) -> str:
-    ratio = f["ratio"]
-    return (f"with / without {ratio['value']:.3f} (median of {ratio['n']} block pairs' ratios; "
-            f"{1000 * f['without']['value']:.2f} ms a call without)")
-
-
-@claim("sampler-cost", "telemetry",
-       "the 10 Hz sampler thread inside the timed process costs a batch-1 latency nothing measurable",
-       "Telemetry on the devices a run used", _sampler_text, "ratio",
-       sizes={"model": "mobilenetv2", "size": 96, "blocks": 20, "calls": 50},
-       quick={"model": "mobilenetv2", "size": 32, "blocks": 2, "calls": 5})
 def sampler_cost(sizes: dict) -> dict:
     """A Keras model's compiled single-image forward (the probe's call) in blocks, the sampler off and on in
     turns; the machine's own reader (NVML, RAPL) where there is one, else the stand-in."""
@@ -60,9 +48,6 @@ def sampler_cost(sizes: dict) -> dict:
             "with": figure(timed["b"], "s")}
 
 
-@claim("env-time", "env", "`l40sbench env` answers in under 10 s", "Telemetry on the devices a run used",
-       lambda f: f"{f['seconds']['value']:.1f} s (median of {f['seconds']['n']} fresh processes)", "seconds",
-       sizes={"rounds": 3}, quick={"rounds": 1})
 def env_time(sizes: dict) -> dict:
     seconds, _ = timed_rounds(["env"], sizes["rounds"], check=True)
     return {"seconds": figure(seconds, "s")}

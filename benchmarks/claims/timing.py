@@ -6,20 +6,9 @@ import os
 import statistics
 import time
 
-from benchmarks.claims import claim
 from benchmarks.claims.figures import figure, spinners
 
 
-def _windows_text(f: dict) -> str:
-    ratio = f["ratio"]
-    return (f"windows / every step synced {ratio['value']:.3f} (median of {ratio['n']} rounds' ratios; "
-            f"{1000 * f['synced']['value']:.3f} ms a step synced)")
-
-
-@claim("sweep-windows", "synthetic", "timing a sweep's steps in windows between two syncs changes nothing on a CPU",
-       "Figures that hold on every device", _windows_text, "ratio",
-       sizes={"backend": "jax", "model": "lenet", "batch": 8, "rounds": 10, "steps": 50},
-       quick={"backend": "jax", "model": "lenet", "batch": 2, "rounds": 3, "steps": 10})
 def sweep_windows(sizes: dict) -> dict:
     """The same compiled sweep step, timed in turns: every step synced (the old clock) and windows of K steps
     (the sweep's clock). On a GPU the windows let the host's dispatch overlap the device's work; a CPU computes
@@ -50,14 +39,6 @@ def sweep_windows(sizes: dict) -> dict:
     return {"ratio": figure(ratios, "x"), "synced": figure(synced, "s"), "windowed": figure(windowed, "s")}
 
 
-def _guard_text(f: dict) -> str:
-    return (f"a burst {f['burst']['value']:.2f} s; triples' max / min rate {f['quiet']['value']:.2f}x quiet, "
-            f"{f['busy']['value']:.2f}x beside {f['busy_processes']['value']:.0f} spinning processes "
-            f"(medians of {f['quiet']['n']} triples)")
-
-
-@claim("guard-bursts", "stability", "the guard's burst costs under a second, and its triples read a busy machine",
-       "The stability guard", _guard_text, "burst", sizes={"rounds": 10, "busy": 2}, quick={"rounds": 1, "busy": 1})
 def guard_bursts(sizes: dict) -> dict:
     """Triples of bursts (the guard's start, after training and end) on TensorFlow's CPU, quiet, then with
     `busy` processes spinning during the later two bursts of each triple."""
@@ -108,18 +89,6 @@ def _classify_run(flags: list[str], out, busy: int) -> tuple[dict, float]:
     return json.loads((out / "result.json").read_text()), time.perf_counter() - started
 
 
-def _per_run_text(f: dict) -> str:
-    return (f"the guard {f['cost']['value']:.2f} s of a {f['wall']['value']:.1f} s tiny run "
-            f"({100 * f['share']['value']:.1f} %); bursts' max / min rate {f['quiet']['value']:.2f}x quiet, "
-            f"{f['busy']['value']:.2f}x beside spinning processes (medians of {f['cost']['n']} runs each)")
-
-
-@claim("guard-per-run", "stability", "the guard costs a run about two seconds, and a busy machine reads unstable",
-       "The stability guard", _per_run_text, "cost",
-       sizes={"rounds": 3, "busy": 2, "flags": ["--base", "vgg19", "--image-size", "96", "--limit", "8",
-                                                "--batch-size", "4", "--epochs", "3", "--weights", "none"]},
-       quick={"rounds": 1, "busy": 1, "flags": ["--base", "vgg19", "--image-size", "32", "--limit", "8",
-                                                "--batch-size", "4", "--epochs", "1", "--weights", "none"]})
 def guard_per_run(sizes: dict) -> dict:
     """The tests' tiny vgg19 run, quiet and with processes spinning from its first epoch's end, in turns: the
     guard's bursts' seconds against the run's wall time, and how far apart the bursts' rates fall."""
@@ -175,16 +144,6 @@ def _burst_at(rates: list[float], start_s: float) -> float:
                for i in range(CPU_BURST["samples"]))
 
 
-def _ramp_text(f: dict) -> str:
-    return (f"a start burst under {RAMP_SLOW}x the process's steady rate: {f['cold_slow']['value']:.0f} of "
-            f"{f['cold']['n']} fresh processes without a warm-up, {f['warm_slow']['value']:.0f} after the guard's "
-            f"{f['warm_s']['value']:g} s; the cold burst at {f['cold']['value']:.2f}x steady (median; lowest "
-            f"{min(f['cold']['samples']):.2f}x); steady float32 matmul {f['steady']['value']:.0f} GFLOP/s")
-
-
-@claim("fresh-process-ramp", "stability", "a fresh process's first matmuls can run slow: the guard's start burst "
-       "follows a warm-up", "The stability guard", _ramp_text, "cold",
-       sizes={"processes": 12, "seconds": 3.0}, quick={"processes": 1, "seconds": 1.0})
 def fresh_process_ramp(sizes: dict) -> dict:
     """Fresh interpreters one after another, each reading its matmul rate in 50 ms samples from its first call:
     what the guard's start burst would read at once and after its warm-up (peak.burst.START_WARM_SECONDS),
