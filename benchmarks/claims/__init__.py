@@ -5,9 +5,9 @@ the figures, and its default and --quick sizes.
 
 `python -m benchmarks list | run NAME... | run --all [--quick] | publish` (benchmarks/__main__.py) runs each
 claim in a process of its own and writes its record under benchmarks/results/claims/ (benchmarks/claims/runner.py);
-`publish` writes PERFORMANCE.md's table from the newest records (benchmarks/claims/publish.py). A body takes its
-sizes and returns {figure name: figures.figure(...)}, and under "labels" any words the text names (a model's
-name). Shared pieces (a figure with its interval, turns of A and B, a command run as a user runs it, a function
+`publish` writes PERFORMANCE.md's table from the newest records, each row's words from claims.toml now and its
+figures from the record (benchmarks/claims/publish.py). A body takes its sizes and returns {figure name:
+figures.figure(...)}, and under "labels" any words the text names (a model's name). Shared pieces (a figure with its interval, turns of A and B, a command run as a user runs it, a function
 in a fresh interpreter) are in benchmarks/claims/figures.py.
 """
 
@@ -106,9 +106,10 @@ class Claim:
         measure: Callable[[dict], dict] = getattr(importlib.import_module(f"benchmarks.claims.{module}"), function)
         return measure(sizes)
 
-    def describe(self, figures: dict) -> str:
-        """The table's figure cell for these figures."""
-        fields = _Fields(figures.get("labels", {}))
+    def describe(self, figures: dict, strict: bool = False) -> str:
+        """The table's figure cell for these figures; a figure the text names and the figures lack shows as '-'
+        (a --quick run measures less), or, `strict`, raises KeyError."""
+        fields = (dict if strict else _Fields)(figures.get("labels", {}))
         fields.update({name: Shown(block) for name, block in figures.items() if name != "labels"})
         return self.text.format_map(fields)
 

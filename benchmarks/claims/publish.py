@@ -27,17 +27,18 @@ def _value(value: float, unit: str) -> str:
     return f"{value:.3f}" if unit == "x" else f"{value:.1f} {unit}"
 
 
-def _row(record: dict, headline: str) -> str:
-    figure = record["figures"][headline]
+def _row(record: dict, claim) -> str:
+    figure = record["figures"][claim.headline]
     low, high = figure["interval"]
     interval = (f"{_value(low, figure['unit'])} - {_value(high, figure['unit'])} (n {figure['n']})"
                 if low is not None else f"none (n {figure['n']})")
     matmul = record["peak"]["matmul"]
     rate = f"peak fp32 {matmul['float32']['gflops']:.1f}" + (
         f", bf16 {matmul['bfloat16']['gflops']:.1f}" if "bfloat16" in matmul else "")
-    return (f"| {record['topic']} | {record['sentence']} | {record['text']} | {interval} | `{record['command']}` | "
+    return (f"| {claim.topic} | {claim.sentence} | {claim.describe(record['figures'], strict=True)} | {interval} | "
+            f"`{record['command']}` | "
             f"{record['date_utc']} | {rate} | {(record['env'].get('suite_commit') or '-')[:7]} | "
-            f"\"{record['log_entry']}\" |")
+            f"\"{claim.log_entry}\" |")
 
 
 def table(results: Path = RESULTS) -> str:
@@ -56,7 +57,11 @@ def table(results: Path = RESULTS) -> str:
         if record["quick"] or record["quiet"]["verdict"] != "quiet":
             raise UserError(f"claim {claim.name}'s record is {'--quick' if record['quick'] else 'not quiet'}: "
                             f"measure it again, python -m benchmarks run {claim.name}")
-        rows.append((claim.topic, claim.name, _row(record, claim.headline)))
+        try:
+            rows.append((claim.topic, claim.name, _row(record, claim)))
+        except KeyError as missing:
+            raise UserError(f"claim {claim.name}'s record has no figure {missing}, which its text names: measure it "
+                            f"again, python -m benchmarks run {claim.name}") from None
     return "\n".join([BEGIN, HEADER, *(row for _, _, row in sorted(rows)), END])
 
 
