@@ -55,6 +55,7 @@ XLA_SETTINGS = {
 def xla_forward(size: int, calls: int) -> dict:
     """In a child (KERAS_BACKEND=jax, XLA_FLAGS set): the probe's forward of one image and a batch-16 forward of
     the model classify trains, each call waited for, `calls` times each after one untimed."""
+    import jax
     import jax.numpy as jnp
     import numpy as np
 
@@ -66,12 +67,12 @@ def xla_forward(size: int, calls: int) -> dict:
                               lambda _: None)
     wait = ops.sync()
 
-    def times(call) -> list[float]:
-        call(), wait()
+    def times(call) -> list[float]:  # each call's result waited for (jax dispatches asynchronously)
+        jax.block_until_ready(call()), wait()
         out = []
         for _ in range(calls):
             started = time.perf_counter()
-            call()
+            jax.block_until_ready(call())
             wait()
             out.append(time.perf_counter() - started)
         return out
