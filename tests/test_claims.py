@@ -25,6 +25,7 @@ def test_list_names_every_claim_and_the_page_holds_what_publish_writes():
     names = load_all().names()
     assert [line.split()[0] for line in listed.stdout.splitlines()[:-1]] == names
     assert listed.stdout.splitlines()[-1] == f"{len(names)} claims"
+    assert all(callable(load_all().get(name).function()) for name in names)  # each body is where claims.toml says
     # every claim has a record fit to publish, and the committed table is the one publish writes from them
     assert published() == table()
 
