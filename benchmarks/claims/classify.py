@@ -1,4 +1,4 @@
-"""Claims on what classify's harness adds to its figures: the input pipeline, the latency probe."""
+"""Claims on classification: the input pipeline, the latency probe, listing the bases, the protocol's epochs and images."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import statistics
 import time
 
 from benchmarks.claims.figures import figure
-
-SIZES = {"base": "vgg19", "image_size": 96, "limit": 160, "rounds": 5}
-QUICK = {"base": "vgg19", "image_size": 32, "limit": 16, "rounds": 1}
 
 
 def _classifier(sizes: dict):
@@ -97,9 +94,6 @@ def list_bases(sizes: dict) -> dict:
 
     return {name: figure(timed_rounds(argv, sizes["rounds"], timeout=120, check=True)[0], "s")
             for name, argv in LISTINGS.items()}
-
-
-PROTOCOL_BASES = ("xception", "inceptionv3", "vgg19")
 
 
 def protocol(sizes: dict) -> dict:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from benchmarks.claims.figures import figure, in_child, kept_peak, records, suite
 
-BASES = ("ssd_resnet50_fpn", "faster_rcnn_resnet50", "faster_rcnn_inception_v2")
 ARTICLE_TRAIN_IMAGES = 240
 MODEL_GARDEN_SECOND_STAGE = (1000, 512)  # its COCO config's test proposals and sampled regions per image
 

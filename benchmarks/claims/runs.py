@@ -13,9 +13,6 @@ from pathlib import Path
 
 from benchmarks.claims.figures import REPO, figure, kept_peak, records, spinners, suite
 
-TINY = ["--base", "vgg19", "--limit", "24", "--batch-size", "4", "--epochs", "2", "--weights", "none",
-        "--image-size", "96"]
-
 
 def between_runs(sizes: dict) -> dict:
     """The stability tests' classify command run back to back; `compare` (default tolerance) on each neighbour
