@@ -1,5 +1,6 @@
-"""Claims on a GPU the backend cannot use, with the stand-in CUDA driver (tests/standin/libcuda.c: one NVIDIA
-L40S that no framework can use): how fast each command refuses it, and what the GPU check costs."""
+"""Claims on devices: a GPU the backend cannot use, with the stand-in CUDA driver (tests/standin/libcuda.c: one
+NVIDIA L40S that no framework can use), how fast each command refuses it and what the GPU check costs; training
+on 2 logical CPU devices, and scoring between epochs under a strategy."""
 
 from __future__ import annotations
 

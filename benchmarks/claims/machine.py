@@ -1,4 +1,5 @@
-"""Claims on what measuring the machine and the figures costs: the peak, an interval."""
+"""Claims on measuring the machine and the figures: what the peak and an interval cost, and how often the
+interval covers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Claims on whole commands as a user runs them: two runs of one command, LoadGen past capacity, a study's
-deadline."""
+deadline, the report's page."""
 
 from __future__ import annotations
 

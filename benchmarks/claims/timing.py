@@ -1,4 +1,5 @@
-"""Claims on the suite's clocks: a sweep's steps timed in windows, the stability guard's bursts."""
+"""Claims on the suite's clocks: a sweep's steps timed in windows, the stability guard's bursts, a fresh
+process's first matmuls."""
 
 from __future__ import annotations
 
