@@ -34,7 +34,7 @@ def at_640(sizes: dict) -> dict:
             **{f"image_{b}": figure([t / 1000 for t in o[2]], "s") for b, o in out.items()},
             "epoch_low": figure([min(epochs)], "s"), "epoch_high": figure([max(epochs)], "s"),
             "serving": figure(serving, "x"), "serving_low": figure([min(serving)], "x"),
-            "serving_high": figure([max(serving)], "x")}
+            "serving_high": figure([max(serving)], "x"), "labels": {"batch": str(sizes["batch"])}}
 
 
 def second_stage(proposals: int, regions: int, argv: list[str]) -> int:
