@@ -91,5 +91,5 @@ def test_a_claim_runs_functions_and_commands_in_fresh_processes_and_says_why_one
     kept = tmp_path / "peak.json"
     monkeypatch.setenv(figures.PEAK_VARIABLE, str(kept))
     assert figures.kept_peak() == {"L40SBENCH_PEAK_FILE": str(kept)}
-    with pytest.raises(RuntimeError, match="l40sbench classify --base no-such-base: .*no-such-base"):
+    with pytest.raises(RuntimeError, match="l40sbench classify --base no-such-base: exit 2; its last line: .*no-such"):
         figures.suite(["classify", "--base", "no-such-base"])

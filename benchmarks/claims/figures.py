@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -109,7 +110,10 @@ def suite(argv: list[str], env: dict | None = None, timeout: float = 7200) -> su
     done = subprocess.run([sys.executable, "-m", "l40sbench", *argv], cwd=REPO, capture_output=True, text=True,
                           env=env, timeout=timeout)
     if done.returncode:
-        raise RuntimeError(f"l40sbench {' '.join(argv)}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+        ended = (f"killed by {signal.Signals(-done.returncode).name} (the kernel's OOM killer sends SIGKILL)"
+                 if done.returncode < 0 else f"exit {done.returncode}")
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"l40sbench {' '.join(argv)}: {ended}; its last line: {last}")
     return done
 
 
