@@ -239,7 +239,8 @@ def _searched(monkeypatch, tmp_path, capacity, probe_p50_ms=4.0, confirm_figures
     runs = []
     server = _server_at(capacity)
 
-    def run_test(calls, images, job, folder, target_qps=None, duration_s=None, min_queries=None, on_progress=None):
+    def run_test(calls, images, job, folder, target_qps=None, duration_s=None, min_queries=None, on_progress=None, respond=None,
+                 audit_config=None):
         runs.append((target_qps, min_queries, duration_s))
         figures = {**server(target_qps), "queries": 600, "early_stopping": {"lines": []}}
         if min_queries is not None and duration_s is None and confirm_figures is not None:  # a confirming run
@@ -434,18 +435,30 @@ def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
     assert not list((run / "loadgen").glob("*/offline-b1/" + RESULT_FILE))
 
 
-def test_mlperf_compliance_needs_every_closed_division_rule_and_names_each_one_missed():
+def test_mlperf_compliance_needs_every_rule_of_loadgens_mlperf_conf_and_names_each_one_missed():
+    from l40sbench.loadgen.mlperf_conf import SEEDS, block, official
     from l40sbench.loadgen.rules import check
+
+    # LoadGen's own mlperf.conf: ResNet-50's server holds 15 ms at the 99th percentile, RetinaNet's offline query
+    # 24,576 samples, both 600 s and MLPerf's seeds
+    server = block(official("Server", "resnet50"), official("Server", "resnet50"), "Server", "resnet50")
+    assert server["mlperf"]["server_target_latency_ns"] == 15_000_000 and server["mlperf_min_duration_s"] == 600
+    assert server["overrides"] == {} and server["seeds"]["qsl_rng_seed"] == 2085463073848966840
+    assert set(server["seeds"]) == set(SEEDS) and server["test05"] is False
+    offline = block(official("Offline", "retinanet"), official("Offline", "retinanet"), "Offline", "retinanet")
+    assert offline["mlperf"]["min_query_count"] == 24_576 and offline["mlperf"]["performance_sample_count_override"] == 64
+    assert not any(name.startswith("server_") for name in offline["mlperf"])
 
     full = dict(result="VALID", duration_s=600, queries=270_336, samples_per_query=1, performance_sample_count=1024,
                 latency_bound_ms=15.0, accuracy_run=True)
-    assert check("server", "classify", **full)["compliant"] is True
-    short = check("server", "classify", **{**full, "duration_s": 60, "latency_bound_ms": 250.0})
+    assert check("server", server["mlperf"], "resnet50", **full)["compliant"] is True
+    short = check("server", server["mlperf"], "resnet50", **{**full, "duration_s": 60, "latency_bound_ms": 250.0})
     assert short["compliant"] is False and short["unmet"] == ["duration", "latency_bound"]
-    offline = check("offline", "detect", **{**full, "queries": 1, "samples_per_query": 24_576,
-                                             "performance_sample_count": 64})
-    assert offline["compliant"] is True and "queries" not in offline["checks"]
-    assert check("single-stream", "classify", **{**full, "accuracy_run": False})["unmet"] == ["accuracy_run"]
+    assert "mlperf.conf for resnet50" in short["rules"]
+    done = check("offline", offline["mlperf"], "retinanet", **{**full, "queries": 1, "samples_per_query": 24_576,
+                                                                  "performance_sample_count": 64})
+    assert done["compliant"] is True and "queries" not in done["checks"]
+    assert check("server", server["mlperf"], "resnet50", **{**full, "accuracy_run": False})["unmet"] == ["accuracy_run"]
 
 
 def _row(run, runtime):

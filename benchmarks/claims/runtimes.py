@@ -96,12 +96,10 @@ def runtimes(sizes: dict) -> dict:
             "labels": {"fastest": fastest, "base": sizes["base"], "size": str(size)}}
 
 
-def sut_overhead(runtime: str, artifact: str, size: int, rounds: int, seconds: float) -> list[float]:
-    """In a child: the product's probe p50 and its LoadGen single-stream p50 on one loaded model, alternating,
-    `rounds` pairs: each pair's LoadGen / probe."""
+def _single_stream(runtime: str, artifact: str, size: int):
+    """In a child: the runtime's loaded model, 20 random images, and one LoadGen single-stream test of them."""
     import numpy as np
 
-    from l40sbench.core.timing import probe_latency
     from l40sbench.loadgen.config import Job
     from l40sbench.loadgen.harness import run_test
     from l40sbench.runtimes.measure import threads
@@ -109,14 +107,70 @@ def sut_overhead(runtime: str, artifact: str, size: int, rounds: int, seconds: f
 
     loaded = load(runtime, Path(artifact), "fp32", threads(), "fp32")
     images = [np.random.default_rng(i).integers(0, 256, (1, size, size, 3), dtype=np.uint8) for i in range(20)]
+
+    def test(folder: Path, seconds: float, expected_ms: float, respond) -> float:
+        got = run_test([loaded.call], images, Job("single-stream", 1, 0.0, 1, seconds, None,
+                                                  expected_latency_ms=expected_ms / 2), folder, respond=respond)
+        return got["latency_ms"]["p50"]
+
+    return loaded, images, test
+
+
+def sut_overhead(runtime: str, artifact: str, size: int, rounds: int, seconds: float) -> list[float]:
+    """In a child: the product's probe p50 and its LoadGen single-stream p50 (each sample's class answered, as
+    every test answers) on one loaded model, `rounds` times: each LoadGen test's p50 over the mean of the probes just
+    before and just after it. This host moves between two speeds some 15 % apart every few tens of seconds: a probe
+    on one side of a move and the test on the other read as a LoadGen overhead (LiteRT's 1.14 of an earlier run);
+    bracketing spoils only a round that holds a move, and the median leaves it out."""
+    from l40sbench.core.timing import probe_latency
+    from l40sbench.runtimes.responses import ResponseFormat, encoder
+
+    loaded, images, test = _single_stream(runtime, artifact, size)
+    respond = encoder(ResponseFormat("class"))
+    ratios = []
+    with tempfile.TemporaryDirectory() as work:
+        after = probe_latency(loaded.call, images * 2, warmup=2).p50_ms
+        for index in range(rounds):
+            before = after
+            got = test(Path(work) / str(index), seconds, before, respond)
+            after = probe_latency(loaded.call, images * 2, warmup=2).p50_ms
+            ratios.append(got / ((before + after) / 2))
+    return ratios
+
+
+def response_cost(runtime: str, artifact: str, size: int, rounds: int, seconds: float) -> list[float]:
+    """In a child: LoadGen single-stream p50 with each sample's class answered (MLPerf's response) and without
+    (samples completed with no data), in turns, `rounds` pairs: each pair's with / without."""
+    from l40sbench.core.timing import probe_latency
+    from l40sbench.runtimes.responses import ResponseFormat, encoder
+
+    loaded, images, test = _single_stream(runtime, artifact, size)
+    probe = probe_latency(loaded.call, images * 2, warmup=2).p50_ms
+    respond = encoder(ResponseFormat("class"))
     ratios = []
     with tempfile.TemporaryDirectory() as work:
         for index in range(rounds):
-            probe = probe_latency(loaded.call, images * 2, warmup=2).p50_ms
-            got = run_test([loaded.call], images, Job("single-stream", 1, 0.0, 1, seconds, None,
-                                                      expected_latency_ms=probe / 2), Path(work) / str(index))
-            ratios.append(got["latency_ms"]["p50"] / probe)
+            without = test(Path(work) / f"without-{index}", seconds, probe, None)
+            ratios.append(test(Path(work) / f"with-{index}", seconds, probe, respond) / without)
     return ratios
+
+
+def loadgen_responses(sizes: dict) -> dict:
+    """A classify run (random weights) timed on the runtime as a user runs it, then the cost of answering each
+    sample in LoadGen's single-stream, in a process of its own."""
+    from benchmarks.claims.figures import in_child
+
+    with tempfile.TemporaryDirectory() as work:
+        run = Path(work) / "run"
+        suite(["classify", "--base", sizes["base"], "--image-size", str(sizes["size"]), "--limit", str(sizes["limit"]),
+               "--epochs", "1", "--weights", "none", "--output-dir", str(run), "--runtimes", sizes["runtime"]])
+        (record,) = records(run)
+        (row,) = [r for r in record["inference"]["runtimes"] if r["runtime"] == sizes["runtime"]]
+        ratios = in_child("benchmarks.claims.runtimes:response_cost", sizes["runtime"], row["artifact"],
+                          sizes["size"], sizes["rounds"], sizes["seconds"])
+    return {"ratio": figure(ratios, "x"), "labels": {"base": sizes["base"], "size": str(sizes["size"]),
+                                                     "runtime": sizes["runtime"],
+                                                     "p50": f"{row['inference']['p50_ms']:.2f}"}}
 
 
 def loadgen(sizes: dict) -> dict:

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.core.results import InferenceResult, RuntimeResult
-from l40sbench.runtimes import agreement
+from l40sbench.runtimes import agreement, responses
 from l40sbench.runtimes.measure import Workload, tf_row
 from l40sbench.runtimes.registry import export_keras
+from l40sbench.runtimes.responses import Answers, ResponseFormat
 
 MODEL_FILE = "model.keras"
 ACCURACY_BOUND = 0.01  # a runtime more than 1 point less accurate than tf is an accuracy-mismatch
@@ -48,6 +49,22 @@ def probabilities_of(outputs: dict, reference: np.ndarray) -> np.ndarray:
     return shaped[0]
 
 
+def answers(tf_probabilities: np.ndarray, labels: np.ndarray | None) -> Answers:
+    """LoadGen's responses: the predicted class (MLPerf's, as accuracy-imagenet.py reads it) where the model scores
+    classes; every output value where it does not (one score per image, a map), so the log still shows its gap."""
+    if tf_probabilities.ndim == 2 and tf_probabilities.shape[1] > 1:
+        reference = np.argmax(tf_probabilities, axis=1)
+
+        def score(samples: list[bytes]) -> dict:
+            predicted = responses.classes_of(samples)
+            return {"test_accuracy": None if labels is None else float(np.mean(predicted == labels)),
+                    "agreement_with_tf": float(np.mean(predicted == reference))}
+
+        return Answers(ResponseFormat("class", classes=int(tf_probabilities.shape[1])), score, labels=labels)
+    return Answers(ResponseFormat("raw"), lambda samples: agreement.classification(
+        tf_probabilities, responses.raw_of(samples, tf_probabilities.shape[1:]), labels))
+
+
 def workload(model, test_images: np.ndarray, labels: np.ndarray | None, tf_probabilities: np.ndarray, warmup: int,
              trained_precision: str) -> Workload:
     return Workload(
@@ -57,7 +74,7 @@ def workload(model, test_images: np.ndarray, labels: np.ndarray | None, tf_proba
                                                        labels),
         mismatch=lambda accuracy, tf: (labels is not None
                                        and accuracy["test_accuracy"] < tf["test_accuracy"] - ACCURACY_BOUND),
-        warmup=warmup, trained_precision=trained_precision,
+        warmup=warmup, trained_precision=trained_precision, answers=answers(tf_probabilities, labels),
     )
 
 

@@ -98,7 +98,7 @@ MODEL_ONLY = ("--data", "--tfds-data-dir", "--tfds-splits", "--image-size", "--l
 
 def _add_scenario_flags(p) -> None:
     """The MLPerf LoadGen flags of `infer`."""
-    from l40sbench.loadgen.config import DURATION_S, SAMPLES_PER_QUERY, SCENARIOS
+    from l40sbench.loadgen.config import AUDIT_ROUNDS, DURATION_S, SAMPLES_PER_QUERY, SCENARIOS
 
     g = p.add_argument_group(
         "load (MLPerf LoadGen)",
@@ -136,6 +136,16 @@ def _add_scenario_flags(p) -> None:
     g.add_argument("--expected-qps", type=finite, metavar="QPS",
                    help="offline: the rate LoadGen sizes its one query for (default: 1.5x the one-image rate, twice "
                         "that with --max-batch-size or --workers above 1); too low ends early and INVALID")
+    g.add_argument("--audit", type=name_list, metavar="LIST",
+                   help="MLPerf's compliance tests to run and check beside each performance test, from TEST01 (the "
+                        "responses of performance mode equal the accuracy run's; speed within 10%%), TEST04 (the same "
+                        "sample every query is not over 10%% faster), TEST05 (LoadGen's alternate seeds: speed within "
+                        "5%%), or all; the baseline and the audit run in turns, twice each; one PASS or FAIL line per "
+                        "test, exit 1 on a FAIL; never recorded as results (default scenarios: single-stream,offline)")
+    g.add_argument("--audit-rounds", type=int, default=AUDIT_ROUNDS, metavar="N",
+                   help=f"with --audit: turns of the baseline and each test (default {AUDIT_ROUNDS}: A B A B); the "
+                        "verdict is on the median of the paired ratios, so more rounds steady it on a host whose speed "
+                        "moves")
     g.add_argument("--mode", choices=("performance", "accuracy", "both"), default="performance",
                    help="LoadGen's test mode: performance (default), accuracy (every sample once, LoadGen's accuracy "
                         "log scored and checked against the probe's accuracy), or both, as MLPerf submissions run")
@@ -143,7 +153,7 @@ def _add_scenario_flags(p) -> None:
 
 def _load_config(args):
     """The --scenario flags as a checked loadgen LoadConfig, or None without --scenario."""
-    from l40sbench.loadgen.config import SCENARIOS, LoadConfig
+    from l40sbench.loadgen.config import AUDIT_SCENARIOS, AUDITS, SCENARIOS, LoadConfig
 
     defaults = LoadConfig(scenarios=())
     given = [flag for flag, value in (
@@ -153,7 +163,10 @@ def _load_config(args):
         ("--batch-timeout-ms", args.batch_timeout_ms != defaults.batch_timeout_ms),
         ("--duration", args.duration != defaults.duration_s),
         ("--samples-per-query", args.samples_per_query != defaults.samples_per_query),
-        ("--mode", args.mode != "performance")) if value]
+        ("--mode", args.mode != "performance"), ("--audit-rounds", args.audit_rounds != defaults.audit_rounds)) if value]
+    audits = tuple(AUDITS) if args.audit == ("all",) else tuple(name.upper() for name in args.audit or ())
+    if args.audit is not None and args.scenario is None:
+        args.scenario = AUDIT_SCENARIOS
     if args.scenario is None:
         if given:
             raise UserError(f"{given[0]} goes with --scenario")
@@ -164,7 +177,8 @@ def _load_config(args):
                         latency_bound_ms=args.latency_bound_ms, target_qps=args.target_qps or (),
                         samples_per_query=args.samples_per_query, expected_qps=args.expected_qps,
                         find_max_qps=args.find_max_qps,
-                        modes=("performance", "accuracy") if args.mode == "both" else (args.mode,))
+                        modes=("performance", "accuracy") if args.mode == "both" else (args.mode,), audits=audits,
+                        audit_rounds=args.audit_rounds)
     config.check()
     return config
 
@@ -291,5 +305,24 @@ def run(args) -> int:
             print(scenario_tables.scenario_title(record, scenario))
             print(scenario_tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
         print(f"LoadGen logs: {folder / 'loadgen'}")
+    failed = _audit_lines(record, load)
     print(f"results: {saved['path']}")
-    return 0
+    return 1 if failed else 0
+
+
+def _audit_lines(record: dict, load) -> bool:
+    """The audits of this call, a line each; whether any FAILed."""
+    from l40sbench.loadgen.audits import line
+
+    if load is None:
+        return False
+    runtimes = record["notes"]["infer_runs"][-1]["runtimes"]
+    audits = [a for a in (record["inference"] or {}).get("audits") or ()
+              if "verdict" in a and (a["runtime"] in runtimes or "all" in runtimes) and a["test"] in load.audits
+              and a.get("scenario_name") in load.scenarios]
+    if audits:
+        print()
+        print("MLPerf compliance audits (checked as MLCommons' verification checks them; never results):")
+    for audit in audits:
+        print(f"  {audit['runtime']:<12} {line(audit)}")
+    return any(a["verdict"] == "FAIL" for a in audits)

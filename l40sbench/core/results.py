@@ -107,6 +107,7 @@ class InferenceResult:
     runtimes: tuple = ()
     # One ScenarioResult per (runtime, scenario, settings) that `infer --scenario` ran.
     scenarios: tuple = ()
+    audits: tuple = ()  # MLPerf compliance tests (loadgen.audits): never results, never compared
 
     @classmethod
     def from_stats(
@@ -194,6 +195,7 @@ class ScenarioResult:
     mlperf: dict | None = None  # loadgen.rules.check: MLPerf's closed-division rules, each met or not
     mode: str = "performance"  # LoadGen's; accuracy: `accuracy` holds the log's score beside the probe's
     accuracy: dict | None = None
+    mlperf_conf: dict | None = None  # loadgen.mlperf_conf.block: mlperf.conf's model, the suite's overrides, the seeds
 
 
 @dataclass(frozen=True)

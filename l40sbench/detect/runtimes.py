@@ -14,9 +14,10 @@ import numpy as np
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.detect.evaluate import evaluate, to_coco_detections
 from l40sbench.modelfile import detector
-from l40sbench.runtimes import agreement
+from l40sbench.runtimes import agreement, responses
 from l40sbench.runtimes.measure import Workload, tf_row
 from l40sbench.runtimes.registry import convert_saved_model
+from l40sbench.runtimes.responses import Answers, ResponseFormat
 
 SAVED_MODEL_DIR = "saved_model"
 MAP_BOUND = 0.01  # a runtime whose mAP@.5:.95 is more than this below tf's is an accuracy-mismatch
@@ -49,6 +50,17 @@ def score(outputs: dict, tf_outputs: dict, ground_truth: dict, score_threshold: 
     return {**accuracy, **agreement.detection(tf_outputs, outputs, len(outputs["num_detections"]), score_threshold)}
 
 
+def answers(ground_truth: dict, score_threshold: float, sizes: list | None, table: np.ndarray | None) -> Answers:
+    """LoadGen's responses: each image's detections as accuracy-coco.py reads them (normalised by the image's size
+    in the ground truth), scored by the suite as that script scores them."""
+    form = ResponseFormat("coco", score_threshold=score_threshold,
+                          sizes=tuple((image["height"], image["width"]) for image in ground_truth["images"]),
+                          scale_sizes=tuple(tuple(int(v) for v in size) for size in sizes) if sizes else None,
+                          table=None if table is None else tuple(int(v) for v in table))
+    return Answers(form, lambda samples: evaluate(ground_truth, responses.coco_detections_of(
+        samples, ground_truth["images"])), ground_truth=ground_truth)
+
+
 def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
              warmup: int, trained_precision: str, export=None, sizes: list | None = None,
              table: np.ndarray | None = None) -> Workload:
@@ -61,6 +73,7 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
         score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold, sizes, table),
         mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
         warmup=warmup, trained_precision=trained_precision,
+        answers=answers(ground_truth, score_threshold, sizes, table),
     )
 
 

@@ -45,7 +45,6 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
     from l40sbench.classify.task import load_dataset, measure_inference
     from l40sbench.modelfile import files, keras_file, onnx_file, scaling
     from l40sbench.runtimes import agreement
-    from l40sbench.runtimes.measure import Workload
 
     model = None
     if given.kind != "onnx":
@@ -83,7 +82,7 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
         if model is not None:
             return (cl_runtimes.reference_row(inference, outputs, labels, artifact, "fp32", False, given.exporter),
                     work, {"test_accuracy": scores["test_accuracy"]}, note)
-        work = Workload(work.images, onnx_file.export(artifact), work.score, work.mismatch, work.warmup, "fp32")
+        work = dataclasses.replace(work, export=onnx_file.export(artifact))
         return dataclasses.replace(row, accuracy=scores), work, {"test_accuracy": scores["test_accuracy"]}, note
 
     def utilisation(peak: dict, inference: InferenceResult, kind: str) -> dict:

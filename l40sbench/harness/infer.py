@@ -17,7 +17,7 @@ from l40sbench.core.task import Save
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 from l40sbench.harness.tasks import TASKS, load_task
-from l40sbench.loadgen.scenarios import entry_key
+from l40sbench.loadgen.scenarios import audit_key, entry_key
 
 
 def read_run(run_dir: Path) -> dict:
@@ -109,14 +109,16 @@ def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, .
         call["scenarios"] = dataclasses.asdict(load)
     notes = dict(record.get("notes") or {})
     notes["infer_runs"] = list(notes.get("infer_runs") or []) + [call]
-    state: dict = {"rows": (), "entries": ()}
+    earlier_audits = tuple((record["inference"] or {}).get("audits") or ())
+    state: dict = {"rows": (), "entries": (), "audits": ()}
 
     def updated(**changes) -> dict:
         state.update(changes)
         rows = tuple(dataclasses.asdict(row) for row in state["rows"])
         entries = tuple(dataclasses.asdict(entry) for entry in state["entries"])
         inference = {**(record["inference"] or {}), "runtimes": list(merge(earlier, rows)),
-                     "scenarios": list(merge(earlier_scenarios, entries, key=entry_key))}
+                     "scenarios": list(merge(earlier_scenarios, entries, key=entry_key)),
+                     "audits": list(merge(earlier_audits, state["audits"], key=audit_key))}
         return {**record, "notes": notes, "inference": inference}
 
     rows = measure_runtimes(runtimes, work, precision, run_dir / "runtimes", reference, log,
@@ -127,8 +129,8 @@ def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, .
         # LoadGen runs on the runtimes asked for (tf only when named, or with all): tf's row is the reference.
         registered = RUNTIMES.names()  # not tf-cpu, tf timed again with the GPUs hidden: no LoadGen child loads it
         asked = tuple(row for row in rows if (row.runtime in names or "all" in names) and row.runtime in registered)
-        run_scenarios(asked, load, record, work.images, run_dir, log, lambda entries: save(updated(entries=entries)),
-                      score=work.score)
+        run_scenarios(asked, load, record, work.images, run_dir, log,
+                      lambda entries, audits: save(updated(entries=entries, audits=audits)), answers=work.answers)
     call["complete"] = True
     final = updated()
     final["env"] = with_cpu_peak(final.get("env") or {}, (row.get("device") for row in final["inference"]["runtimes"]))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.core.records import to_json, write_atomic
+from l40sbench.loadgen import audits
 from l40sbench.loadgen.config import (
     CONFIRM_MIN_QUERIES,
     MIN_SEARCH_RUN_S,
@@ -28,6 +29,7 @@ from l40sbench.loadgen.config import (
 from l40sbench.loadgen.harness import run_test
 from l40sbench.loadgen.search import confirm, find_max_qps, more_queries_needed
 from l40sbench.runtimes.child import read_images
+from l40sbench.runtimes.responses import ResponseFormat, encoder
 
 RESULT_FILE = "scenario.json"
 PROGRESS_FILE = "progress.json"
@@ -63,10 +65,22 @@ def warm_up(calls: list, images: list, sizes: range) -> None:
             call(np.concatenate([images[i % len(images)] for i in range(batch)]))
 
 
-def run_job(calls: list, images: list, job: Job, folder: Path, progress) -> dict:
-    """One job's figures: a LoadGen test, or a server search and its confirming run."""
+def run_job(calls: list, images: list, job: Job, folder: Path, progress, respond=None,
+            audit_config: Path | None = None) -> dict:
+    """One job's figures: a LoadGen test (an audit's with the audit.config it needs, written beside its logs and
+    removed after), or a server search and its confirming run."""
+    text = audits.config_text(job.audit, job.mlperf_model) if job.audit in audits.TOLERANCE else None
+    if text is not None:
+        audit_config = folder / audits.AUDIT_CONFIG
+        folder.mkdir(parents=True, exist_ok=True)
+        audit_config.write_text(text)
     if not job.find_max_qps:
-        return run_test(calls, images, job, folder, on_progress=progress(job.tag))
+        try:
+            return run_test(calls, images, job, folder, on_progress=progress(job.tag), respond=respond,
+                            audit_config=audit_config)
+        finally:
+            if text is not None:
+                audit_config.unlink(missing_ok=True)
     probe = job.start_qps
     if job.probe_p50_ms > job.latency_bound_ms:
         rate, steps, why = 0.0, [], (f"the median single-image latency ({job.probe_p50_ms:.1f} ms) is above "
@@ -76,20 +90,23 @@ def run_job(calls: list, images: list, job: Job, folder: Path, progress) -> dict
         queries = max(SEARCH_MIN_QUERIES, job.min_queries or 0)
         rate, steps = find_max_qps(
             lambda qps: run_test(calls, images, job, folder / f"search-{qps:.3f}", target_qps=qps,
-                                 duration_s=short, min_queries=queries, on_progress=progress(f"{job.tag} @ {qps:.1f}")),
+                                 duration_s=short, min_queries=queries, on_progress=progress(f"{job.tag} @ {qps:.1f}"),
+                                 respond=respond, audit_config=audit_config),
             probe, max_steps=SEARCH_STEPS)
         why = "" if rate else (f"the bound was missed down to {min(s['qps'] for s in steps):.3g} queries/s, where "
                                "queueing no longer adds to the latency")
     if not rate:  # one run at the lowest rate tried (or a quarter of the probe's) shows LoadGen's verdict
         confirm_at = min((step["qps"] for step in steps), default=probe / 4)
         figures = run_test(calls, images, job, folder, target_qps=confirm_at,
-                           on_progress=progress(f"{job.tag} at {confirm_at:.1f}"))
+                           on_progress=progress(f"{job.tag} at {confirm_at:.1f}"), respond=respond,
+                           audit_config=audit_config)
         return {**figures, "search": {"max_valid_qps": 0.0, "search_qps": rate, "steps": steps,
                                       "confirmed_at_qps": confirm_at, "confirming_runs": [], "why_zero": why}}
 
     def run_confirm(qps: float, queries: int | None) -> dict:
         return run_test(calls, images, job, folder, target_qps=qps, min_queries=queries,
-                        on_progress=progress(f"{job.tag} confirming @ {qps:.1f}, {queries} queries at least"))
+                        on_progress=progress(f"{job.tag} confirming @ {qps:.1f}, {queries} queries at least"),
+                        respond=respond, audit_config=audit_config)
 
     found, figures, tries = confirm(run_confirm, rate, max(CONFIRM_MIN_QUERIES, job.min_queries or 0))
     if not found:
@@ -122,8 +139,12 @@ def main(argv: list[str]) -> int:
                                                        "total_elapsed_s": time.perf_counter() - started}))
         return write
 
+    form = request.get("responses")
+    respond = encoder(ResponseFormat.from_dict(form)) if form and request.get("respond", True) else None
+    runtime["responses"] = form["kind"] if respond else "none (samples completed without data)"
+    given = Path(request["audit_config"]) if request.get("audit_config") else None
     for job in jobs:
-        figures = run_job(calls, images, job, out / job.tag, progress)
+        figures = run_job(calls, images, job, out / job.tag, progress, respond, given)
         write_atomic(out / job.tag / RESULT_FILE, to_json({**figures, "job": dataclasses.asdict(job), **runtime}))
     return 0
 

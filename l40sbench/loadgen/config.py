@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from l40sbench.errors import UserError
 
 MODES = ("performance", "accuracy")  # LoadGen's PerformanceOnly and AccuracyOnly
+AUDITS = ("TEST01", "TEST04", "TEST05")  # MLPerf's compliance tests (loadgen.audits)
+AUDIT_ROUNDS = 2  # the baseline and each audit in turns, A B A B: the host's drift falls inside the pairs
+MAX_AUDIT_ROUNDS = 50
+AUDIT_SCENARIOS = ("single-stream", "offline")  # what --audit audits without --scenario
+# The MLPerf benchmark whose mlperf.conf settings (LoadGen's own) each task takes: the nearest image benchmarks.
+MLPERF_MODEL = {"classify": "resnet50", "detect": "retinanet"}
 # Our names -> LoadGen's TestScenario names.
 SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "server": "Server",
              "offline": "Offline"}
@@ -57,6 +63,8 @@ class LoadConfig:
     expected_qps: float | None = None
     find_max_qps: bool = False
     modes: tuple[str, ...] = ("performance",)  # LoadGen's test modes: performance, accuracy, or both
+    audits: tuple[str, ...] = ()  # MLPerf compliance tests run beside each performance test
+    audit_rounds: int = AUDIT_ROUNDS  # turns of the baseline and each audit
 
     def check(self) -> None:
         """Raises UserError on the first value no scenario can run with."""
@@ -92,6 +100,16 @@ class LoadConfig:
             raise UserError(f"--mode must be one of {', '.join(MODES)} or both, got {','.join(self.modes) or '(none)'}")
         if self.find_max_qps and self.target_qps:
             raise UserError("--find-max-qps finds the rate itself: leave out --target-qps")
+        unknown = [name for name in self.audits if name not in AUDITS]
+        if unknown:
+            raise UserError(f"unknown audit {', '.join(unknown)}: choose from {', '.join(AUDITS)}, or all")
+        if self.audits and self.modes != ("performance",):
+            raise UserError("--audit runs its own accuracy and performance tests (the baseline and the audit in "
+                            "turns): leave out --mode")
+        if not 1 <= self.audit_rounds <= MAX_AUDIT_ROUNDS:
+            raise UserError(f"--audit-rounds must be 1 to {MAX_AUDIT_ROUNDS}, got {self.audit_rounds}")
+        if self.audits and self.find_max_qps:
+            raise UserError("--audit checks tests at a fixed rate: leave out --find-max-qps (give --target-qps)")
 
 
 @dataclass(frozen=True)
@@ -123,6 +141,9 @@ class Job:
     probe_p50_ms: float | None = None  # no rate can be VALID when this is above the bound
     capacity_qps: float | None = None  # server: an upper bound of the SUT's rate, behind its query cap
     mode: str = "performance"  # or accuracy: every sample once, the responses in LoadGen's accuracy log
+    mlperf_model: str = "resnet50"  # whose settings LoadGen's mlperf.conf gives (MLPERF_MODEL)
+    audit: str = ""  # an audit's part: "baseline", "accuracy" or a test of AUDITS; "" an ordinary test
+    turn: int = 0  # an audit's round (1, 2, ...)
 
     def query_cap(self, duration_s: float, min_queries: int | None) -> int | None:
         """A server test's most queries (LoadGen's max_query_count); None where LoadGen needs none."""
@@ -141,18 +162,44 @@ class Job:
             parts.append("maxqps" if self.find_max_qps else f"qps{self.target_qps:g}")
         if self.scenario == "multi-stream":
             parts.append(f"spq{self.samples_per_query}")
-        if self.mode == "accuracy":
+        if self.mode == "accuracy" and not self.audit:
             parts.append("accuracy")
-        return "-".join(parts)
+        tag = "-".join(parts)
+        if not self.audit:
+            return tag
+        # MLCommons' layout: results/accuracy, results/performance/run_N, and a folder per test (run_verification.py)
+        where = {"accuracy": "results/accuracy", "baseline": f"results/performance/run_{self.turn}"}
+        return f"{tag}-audit/{where.get(self.audit, f'{self.audit}/run_{self.turn}')}"
+
+    @property
+    def audit_folder(self) -> str:
+        """An audit's folder, holding MLCommons' layout (results/, TEST01/, ...); '' for an ordinary test."""
+        return self.tag.split("/", 1)[0] if self.audit else ""
 
 
 def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
-    """Every test one runtime runs, in the order given, with each default filled in from `probe`."""
+    """Every test one runtime runs, in the order given, with each default filled in from `probe`; with audits, each
+    performance test's audit after it: TEST01's accuracy run, then the baseline and each test in turns."""
+    tests = _tests(config, task, probe)
+    if not config.audits:
+        return tests
+    out = []
+    for job in tests:
+        out.append(job)
+        if "TEST01" in config.audits:
+            out.append(dataclasses.replace(job, mode="accuracy", audit="accuracy"))
+        for turn in range(1, config.audit_rounds + 1):
+            out += [dataclasses.replace(job, audit=part, turn=turn) for part in ("baseline", *config.audits)]
+    return out
+
+
+def _tests(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
     out = []
     for scenario in config.scenarios:
         for batch in (1,) if scenario == "single-stream" else config.batches:  # one sample per query
             common = dict(scenario=scenario, batch=batch, batch_timeout_ms=config.batch_timeout_ms,
-                          workers=config.workers, duration_s=config.duration_s, min_queries=config.min_queries)
+                          workers=config.workers, duration_s=config.duration_s, min_queries=config.min_queries,
+                          mlperf_model=MLPERF_MODEL[task])
             if scenario == "single-stream":
                 out.append(Job(**common, expected_latency_ms=probe.min_ms / 2))
             elif scenario == "multi-stream":

@@ -17,12 +17,13 @@ from l40sbench.core import child
 from l40sbench.core.records import write_atomic
 from l40sbench.core.results import RuntimeResult, ScenarioResult
 from l40sbench.core.text import Log
-from l40sbench.loadgen import rules
+from l40sbench.errors import UserError
+from l40sbench.loadgen import audits, mlperf_conf, rules
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
-from l40sbench.loadgen.config import LoadConfig, Probe, jobs
-from l40sbench.loadgen.responses import ACCURACY_LOG, read_accuracy_log
+from l40sbench.loadgen.config import Job, LoadConfig, Probe, jobs
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.measure import crash_reason, threads
+from l40sbench.runtimes.responses import ACCURACY_LOG, Answers, read_accuracy_log
 
 FOLDER = "loadgen"
 PROGRESS_EVERY_S = 10.0
@@ -36,6 +37,11 @@ def entry_key(entry: dict) -> tuple:
                                                    "target_qps", "samples_per_query", "find_max_qps"))
     return entry["runtime"], entry.get("precision_requested"), entry["scenario"], chosen, entry.get("mode",
                                                                                                    "performance")
+
+
+def audit_key(audit: dict) -> tuple:
+    """What makes two audits the same: runtime, scenario, test, and the folder their logs are in."""
+    return audit["runtime"], audit["scenario"], audit["test"], audit.get("folder") or audit.get("log_dir")
 
 
 def scenario_utilisation(samples_per_second: float | None, record: dict, precision: str) -> dict:
@@ -58,9 +64,9 @@ ACCURACY_FIGURE = {"classify": ("test_accuracy", 0.0), "detect": ("map_50_95", 0
 GIVEN_MODEL_FIGURES = (("agreement_with_tf", 0.0), ("max_abs_diff_vs_tf", 1e-4))
 
 
-def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Callable[[dict], dict]) -> tuple[dict, str]:
-    """The accuracy run's entry block (LoadGen's accuracy log scored as the probe's outputs were, beside the
-    probe's figure) and why it fails, or ''."""
+def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Callable[[list], dict]) -> tuple[dict, str]:
+    """The accuracy run's entry block (LoadGen's accuracy log, MLPerf's responses, scored as MLPerf's scripts score
+    them, beside the probe's figure) and why it fails, or ''."""
     log_path = Path(figures["log_dir"]) / ACCURACY_LOG
     name, tolerance = ACCURACY_FIGURE[task]
     for fallback, bound in GIVEN_MODEL_FIGURES:
@@ -68,10 +74,10 @@ def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Call
             name, tolerance = fallback, bound
     probe = (row.accuracy or {}).get(name)
     try:
-        outputs, logged = read_accuracy_log(log_path)
+        samples, logged = read_accuracy_log(log_path)
+        scored = score(samples)
     except (OSError, ValueError, KeyError) as exc:
         return {"log": str(log_path), "figure": name, "probe": probe}, f"LoadGen's accuracy log unreadable: {exc}"
-    scored = score(outputs)
     value = scored.get(name)
     matches = value is not None and probe is not None and abs(value - probe) <= tolerance
     block = {"log": str(log_path), "samples_logged": logged, "figure": name, "value": value, "probe": probe,
@@ -82,7 +88,7 @@ def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Call
 
 
 def to_entry(row: RuntimeResult, figures: dict, record: dict,
-             score: Callable[[dict], dict] | None = None) -> ScenarioResult:
+             score: Callable[[list], dict] | None = None) -> ScenarioResult:
     """One test's figures (the child's scenario.json) as the record's entry; an accuracy run's log scored
     with `score` (the workload's, as the runtime rows were)."""
     job = figures["job"]
@@ -110,12 +116,13 @@ def to_entry(row: RuntimeResult, figures: dict, record: dict,
         samples_per_query=figures["samples_per_query"], sut=figures["sut"],
         utilisation=scenario_utilisation(rate, record, precision), search=figures.get("search"),
         log_dir=figures["log_dir"], loadgen_version=figures["loadgen_version"], wall_seconds=figures["wall_seconds"],
-        mlperf=rules.check(job["scenario"], record["task"], result=figures["result"] or "INVALID",
+        mlperf=rules.check(job["scenario"], figures["mlperf_conf"]["mlperf"], figures["mlperf_conf"]["model"],
+                           result=figures["result"] or "INVALID",
                            duration_s=job["duration_s"], queries=figures["queries"],
                            samples_per_query=figures["samples_per_query"],
                            performance_sample_count=(figures.get("parameters") or {}).get("performance_sample_count"),
                            latency_bound_ms=job.get("latency_bound_ms")) if mode == "performance" else None,
-        mode=mode, accuracy=accuracy,
+        mode=mode, accuracy=accuracy, mlperf_conf=figures.get("mlperf_conf"),
     )
 
 
@@ -149,13 +156,17 @@ def _finished(out: Path, names: list[str]) -> list[dict]:
 
 
 def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path, run_dir: Path, log: Log,
-                on_entries: Callable[[tuple[ScenarioResult, ...]], None],
-                score: Callable[[dict], dict] | None = None) -> tuple[ScenarioResult, ...]:
-    """Every test of `load` on one runtime, in one child; the entries of the tests that finished."""
+                on_entries: Callable[[tuple[ScenarioResult, ...], tuple[dict, ...]], None],
+                answers: Answers | None = None, given_audit: tuple[Path, str] | None = None,
+                ) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
+    """Every test of `load` on one runtime, in one child; the entries of the tests that finished, and the audits
+    (the suite's, checked; or every test, where an audit.config in the working directory made them audits)."""
     probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
                   images_per_second=row.inference.images_per_second)
     todo = jobs(load, record["task"], probe)
     out = run_dir / FOLDER / f"{row.runtime}-{row.precision_requested}"
+    if given_audit is not None:  # MLCommons' own procedure: every test is that audit, its logs in the test's folder
+        todo = [dataclasses.replace(job, audit=given_audit[1], turn=1) for job in todo]
     for job in todo:  # a test run again starts from an empty folder: no old log is read as new
         for stale in (out / job.tag / RESULT_FILE, out / job.tag / "mlperf_log_summary.txt", out / job.tag / ACCURACY_LOG):
             stale.unlink(missing_ok=True)
@@ -163,7 +174,9 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
     request = {"runtime": row.runtime, "artifact": row.artifact, "precision": row.precision_requested,
                "file_precision": row.precision.split(" ")[0],
                "threads": threads(), "xla": " (XLA)" in str(row.settings.get("compile", "")),
-               "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo]}
+               "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo],
+               "responses": answers.form.to_dict() if answers else None,
+               "audit_config": str(given_audit[0]) if given_audit else None}
     write_atomic(out / "request.json", json.dumps(request, indent=2))
     log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
     try:
@@ -171,35 +184,94 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                             timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None,
                             tick=(PROGRESS_EVERY_S, _progress(out, row.runtime, log)))
     finally:  # a stop or a crash keeps the tests that finished
-        entries = with_accuracy_runs(tuple(to_entry(row, figures, record, score)
-                                           for figures in _finished(out, [job.tag for job in todo])))
-        on_entries(entries)
+        for stray in out.glob(f"*-audit/**/{audits.AUDIT_CONFIG}"):  # the child's own, left by a kill
+            stray.unlink(missing_ok=True)
+        score = answers.score if answers else None
+        finished = _finished(out, [job.tag for job in todo])
+        entries = with_accuracy_runs(tuple(to_entry(row, figures, record, score) for figures in finished
+                                           if not figures["job"].get("audit")))
+        done = tuple(to_entry(row, figures, record, score) for figures in finished if figures["job"].get("audit"))
+        checked = (tuple(audit_entry(row, entry, given_audit) for entry in done) if given_audit
+                   else check_audits(row, load, out, [job for job in todo if job.audit]))
+        on_entries(entries, checked)
     if outcome.returncode != 0:
-        log(f"loadgen {row.runtime}: stopped after {len(entries)} of {len(todo)} test(s): "
+        log(f"loadgen {row.runtime}: stopped after {len(finished)} of {len(todo)} test(s): "
             f"{crash_reason(row.runtime, outcome, CHILD_TIMEOUT_S)}")
     for entry in entries:
         log(describe(entry))
-    return entries
+    for audit in checked:
+        log(f"loadgen {row.runtime} {audits.line(audit) if 'verdict' in audit else audit_said(audit)}")
+    return entries, checked
+
+
+def audit_entry(row: RuntimeResult, entry: ScenarioResult, given_audit: tuple[Path, str]) -> dict:
+    """A test an audit.config in the working directory changed: recorded as that audit, never as a result."""
+    return {"test": given_audit[1], "source": f"{given_audit[0]} (an audit.config in the working directory)",
+            "runtime": row.runtime, "scenario": entry.scenario, "result": entry.result, "log_dir": entry.log_dir,
+            "entry": dataclasses.asdict(entry)}
+
+
+def audit_said(audit: dict) -> str:
+    return (f"{audit['scenario']}: {audit['test']} from {audit['source']}: LoadGen {audit['result']}; its logs in "
+            f"{audit['log_dir']} for MLCommons' verification")
+
+
+def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job]) -> tuple[dict, ...]:
+    """Each audit the suite ran, checked as MLCommons' verification checks it, per test and scenario."""
+    checked = []
+    for folder in dict.fromkeys(job.audit_folder for job in done):
+        mine = [job for job in done if job.audit_folder == folder]
+        turns = {part: [out / job.tag for job in mine if job.audit == part and (out / job.tag / RESULT_FILE).is_file()]
+                 for part in ("baseline", *load.audits)}
+        accuracy = out / folder / "results" / "accuracy" / ACCURACY_LOG
+        for test in load.audits:
+            block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None)
+            checked.append({**block, "runtime": row.runtime, "precision_requested": row.precision_requested,
+                            "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test])})
+    return tuple(checked)
+
+
+def working_directory_audit(log: Log) -> tuple[Path, str] | None:
+    """An audit.config in the working directory (MLCommons' own procedure for a compliance test): its path and
+    which test its settings hold, said in one line; None where there is none."""
+    path = Path.cwd() / audits.AUDIT_CONFIG
+    if not path.is_file():
+        return None
+    test = audits.identify(path.read_text(errors="replace"))
+    log(f"loadgen: {path} holds {test}'s settings: LoadGen reads it, so every test of this call is recorded as "
+        f"{test} (inference.audits), not as a result")
+    return path, test
 
 
 def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dict, images: list, run_dir: Path,
-                  log: Log, on_entries: Callable[[tuple[ScenarioResult, ...]], None],
-                  score: Callable[[dict], dict] | None = None) -> tuple[ScenarioResult, ...]:
-    """Each runtime with figures under every test of `load`; on_entries(all entries so far) after each."""
+                  log: Log, on_entries: Callable[[tuple[ScenarioResult, ...], tuple[dict, ...]], None],
+                  answers: Answers | None = None) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
+    """Each runtime with figures under every test of `load`; on_entries(all entries so far, all audits so far)
+    after each. The library's map in MLPerf's form goes beside the logs, for MLPerf's accuracy scripts."""
     (run_dir / FOLDER).mkdir(parents=True, exist_ok=True)
+    given_audit = working_directory_audit(log)
+    if given_audit and load.audits:
+        raise UserError(f"--audit writes the audit.config each test needs, and {given_audit[0]} is there already: "
+                        "remove it, or leave out --audit to run it as MLCommons' procedure does")
+    if answers is not None:
+        answers.write_map(run_dir / FOLDER)
     inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
     write_images(inputs, images)
     done: tuple[ScenarioResult, ...] = ()
+    checked: tuple[dict, ...] = ()
     try:
         for row in rows:
             if row.inference is None or not row.artifact:
                 log(f"loadgen {row.runtime}: skipped ({row.status}: {row.reason})")
                 continue
-            done += run_runtime(row, load, record, inputs, run_dir, log,
-                                lambda entries, before=done: on_entries(before + entries), score)
+            entries, audited = run_runtime(
+                row, load, record, inputs, run_dir, log,
+                lambda entries, audited, before=done, earlier=checked: on_entries(before + entries, earlier + audited),
+                answers, given_audit)
+            done, checked = done + entries, checked + audited
     finally:
         inputs.unlink(missing_ok=True)
-    return done
+    return done, checked
 
 
 def describe(entry: ScenarioResult) -> str:
@@ -208,6 +280,8 @@ def describe(entry: ScenarioResult) -> str:
     p99 = entry.latency_ms.get("p99")
     latency = f", p99 {p99:.1f} ms" if p99 is not None else ""
     why = f" ({'; '.join(entry.reasons[:2])})" if entry.result != "VALID" and entry.reasons else ""
+    shorter = mlperf_conf.shorter_note(entry.settings.get("duration_s"), entry.mlperf_conf)
+    verdict = f"{entry.result} for LoadGen; {shorter}" if shorter and entry.result == "VALID" else entry.result
     if entry.mode == "accuracy" and entry.accuracy:
         return (f"loadgen {entry.runtime} {entry.scenario} accuracy: {entry.accuracy['figure']} "
                 f"{entry.accuracy.get('value')} from LoadGen's log, the probe's {entry.accuracy['probe']}: "
@@ -215,4 +289,4 @@ def describe(entry: ScenarioResult) -> str:
     search = ""
     if entry.search is not None:
         search = f", max VALID rate {entry.search['max_valid_qps']:g}/s"
-    return f"loadgen {entry.runtime} {entry.scenario}: {entry.result}{why}, {rate}{latency}{search}"
+    return f"loadgen {entry.runtime} {entry.scenario}: {verdict}{why}, {rate}{latency}{search}"

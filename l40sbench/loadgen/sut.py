@@ -31,13 +31,13 @@ class BatchingSUT:
       library: the query sample library, sample index -> uint8 [1, H, W, 3], loaded by LoadGen's callbacks.
       complete: complete(sample ids, their responses or None): LoadGen's QuerySamplesComplete (injected so the
         queue logic runs alone).
-      respond: respond(a call's outputs, position in the batch) -> that sample's response bytes (accuracy
-        mode); None: samples are completed without data (performance mode).
+      respond: respond(a call's outputs, position in the batch, library index) -> that sample's response bytes
+        (runtimes.responses.encoder); None: samples are completed without data.
     """
 
     def __init__(self, calls: Sequence[Call], library: dict, batch: int, batch_timeout_ms: float,
                  complete: Callable[[list[int], list[bytes] | None], None],
-                 respond: Callable[[object, int], bytes] | None = None):
+                 respond: Callable[[object, int, int], bytes] | None = None):
         self.library = library
         self.respond = respond
         self.batch = batch
@@ -108,7 +108,7 @@ class BatchingSUT:
             ids = [sample_id for sample_id, _ in taken]
             responses = None
             if self.respond is not None and outputs is not None:
-                responses = [self.respond(outputs, position) for position in range(len(taken))]
+                responses = [self.respond(outputs, position, index) for position, (_, index) in enumerate(taken)]
             self.complete(ids, responses)
             with self._lock:
                 self.batch_sizes[len(taken)] += 1

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.errors import UserError
+from l40sbench.runtimes.responses import SCALE, data_classes, scale_yx  # noqa: F401  (a detector's outputs read)
 
 OUTPUTS = ("detection_boxes", "detection_classes", "detection_scores", "num_detections")
-SCALE = "image_info"  # Model Garden's [original size, resized size, scale, offset] per image
 ITEM = re.compile(r"item\s*\{(.*?)\}", re.S)
 BY_NAME = "the model's class ids are the data's classes in name order from 1, as detect numbers them"
 
@@ -69,22 +69,6 @@ def class_ids(label_map: dict[int, str] | None, classes: tuple[str, ...]) -> np.
     if not table.any():
         raise UserError(f"--label-map names none of the data's classes ({', '.join(classes)})")
     return table
-
-
-def data_classes(outputs: dict, table: np.ndarray | None) -> dict:
-    """The outputs with their class ids as the data's (a model id beyond the map: 0, dropped)."""
-    if table is None:
-        return outputs
-    ids = np.asarray(outputs["detection_classes"]).astype(np.int64)
-    return {**outputs, "detection_classes": np.where(ids < len(table), table[np.clip(ids, 0, len(table) - 1)], 0)}
-
-
-def scale_yx(outputs: dict, index: int, size_hw: tuple[int, int]) -> tuple[float, float]:
-    """What image `index`'s boxes are divided by to be in its own pixels: Model Garden's scale, else 1/size
-    (normalised boxes)."""
-    if SCALE in outputs:
-        return tuple(np.asarray(outputs[SCALE][index][2]).tolist())
-    return 1.0 / size_hw[0], 1.0 / size_hw[1]
 
 
 def facts(label_map: Path | None, table: np.ndarray | None, classes: tuple[str, ...]) -> dict:

@@ -23,6 +23,7 @@ from l40sbench.core.text import Log
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.export import Artifact
 from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
+from l40sbench.runtimes.responses import Answers
 
 CHILD_TIMEOUT_S = 1800.0
 CPU_REFERENCE = "tf-cpu"  # tf again with the GPUs hidden: on a GPU machine, the CPU rows' reference
@@ -38,6 +39,7 @@ class Workload:
       score: a runtime's stacked outputs -> its accuracy dict, agreement with tf included.
       mismatch: (runtime accuracy, tf accuracy) -> True when the runtime is less accurate beyond the bound.
       trained_precision: the run's --precision; a runtime reloading the graph as trained inherits it.
+      answers: what LoadGen's responses are (MLPerf's format) and how the suite scores a log of them.
     """
 
     images: list
@@ -46,6 +48,7 @@ class Workload:
     mismatch: Callable[[dict, dict], bool]
     warmup: int
     trained_precision: str
+    answers: Answers | None = None
 
 
 def threads() -> int:
