@@ -192,7 +192,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                                            if not figures["job"].get("audit")))
         done = tuple(to_entry(row, figures, record, score) for figures in finished if figures["job"].get("audit"))
         checked = (tuple(audit_entry(row, entry, given_audit) for entry in done) if given_audit
-                   else check_audits(row, load, out, [job for job in todo if job.audit]))
+                   else check_audits(row, load, out, [job for job in todo if job.audit], uneven(answers)))
         on_entries(entries, checked)
     if outcome.returncode != 0:
         log(f"loadgen {row.runtime}: stopped after {len(finished)} of {len(todo)} test(s): "
@@ -216,7 +216,14 @@ def audit_said(audit: dict) -> str:
             f"{audit['log_dir']} for MLCommons' verification")
 
 
-def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job]) -> tuple[dict, ...]:
+def uneven(answers: Answers | None) -> bool:
+    """Whether the library's samples differ in size (a detector's images, each at its own size)."""
+    sizes = answers.form.sizes if answers else None
+    return bool(sizes) and len(set(sizes)) > 1
+
+
+def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job],
+                 uneven_samples: bool = False) -> tuple[dict, ...]:
     """Each audit the suite ran, checked as MLCommons' verification checks it, per test and scenario."""
     checked = []
     for folder in dict.fromkeys(job.audit_folder for job in done):
@@ -225,7 +232,8 @@ def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job
                  for part in ("baseline", *load.audits)}
         accuracy = out / folder / "results" / "accuracy" / ACCURACY_LOG
         for test in load.audits:
-            block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None)
+            block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None,
+                                 uneven_samples)
             checked.append({**block, "runtime": row.runtime, "precision_requested": row.precision_requested,
                             "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test])})
     return tuple(checked)
