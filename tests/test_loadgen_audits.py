@@ -228,6 +228,20 @@ def test_an_audit_config_in_the_working_directory_is_said_and_recorded_as_that_a
     assert line.startswith("loadgen onnxruntime single-stream: VALID for LoadGen; shorter than MLPerf's 600 s minimum")
 
 
+def test_the_audit_configs_a_killed_child_left_are_removed_and_nothing_else(tmp_path):
+    from l40sbench.loadgen.scenarios import remove_audit_configs
+
+    left = tmp_path / "single-stream-b1-audit" / "TEST04" / "run_1" / "audit.config"
+    left.parent.mkdir(parents=True)
+    left.write_text(MLCOMMONS_TEST04)
+    logs = left.with_name("mlperf_log_detail.txt")
+    logs.write_text("")
+    users = tmp_path / "audit.config"  # not the suite's: never touched
+    users.write_text(MLCOMMONS_TEST04)
+    remove_audit_configs(tmp_path)
+    assert not left.exists() and logs.is_file() and users.is_file()
+
+
 @pytest.mark.long
 def test_the_audit_config_the_suite_wrote_is_gone_after_a_stop(tiny_runs, tmp_path):
     """Ctrl-C while TEST04 runs, its audit.config beside its logs: exit 130 and no audit.config left anywhere."""

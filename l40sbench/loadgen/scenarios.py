@@ -184,8 +184,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                             timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None,
                             tick=(PROGRESS_EVERY_S, _progress(out, row.runtime, log)))
     finally:  # a stop or a crash keeps the tests that finished
-        for stray in out.glob(f"*-audit/**/{audits.AUDIT_CONFIG}"):  # the child's own, left by a kill
-            stray.unlink(missing_ok=True)
+        remove_audit_configs(out)
         score = answers.score if answers else None
         finished = _finished(out, [job.tag for job in todo])
         entries = with_accuracy_runs(tuple(to_entry(row, figures, record, score) for figures in finished
@@ -202,6 +201,12 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
     for audit in checked:
         log(f"loadgen {row.runtime} {audits.line(audit) if 'verdict' in audit else audit_said(audit)}")
     return entries, checked
+
+
+def remove_audit_configs(out: Path) -> None:
+    """The audit.config files the child wrote beside its audits' logs, which a killed child leaves behind."""
+    for stray in out.glob(f"*-audit/**/{audits.AUDIT_CONFIG}"):
+        stray.unlink(missing_ok=True)
 
 
 def audit_entry(row: RuntimeResult, entry: ScenarioResult, given_audit: tuple[Path, str]) -> dict:
