@@ -229,7 +229,7 @@ def test_an_audit_config_in_the_working_directory_is_said_and_recorded_as_that_a
 
 
 def test_the_audit_configs_a_killed_child_left_are_removed_and_nothing_else(tmp_path):
-    from l40sbench.loadgen.scenarios import remove_audit_configs
+    from l40sbench.loadgen.audit_runs import remove_audit_configs
 
     left = tmp_path / "single-stream-b1-audit" / "TEST04" / "run_1" / "audit.config"
     left.parent.mkdir(parents=True)

@@ -17,7 +17,8 @@ from l40sbench.core.task import Save
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 from l40sbench.harness.tasks import TASKS, load_task
-from l40sbench.loadgen.scenarios import audit_key, entry_key
+from l40sbench.loadgen.audit_runs import audit_key
+from l40sbench.loadgen.scenarios import entry_key
 
 
 def read_run(run_dir: Path) -> dict:

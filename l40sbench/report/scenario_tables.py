@@ -82,3 +82,18 @@ def scenario_table(result: dict, scenario: str, runtimes: Sequence[str] | None =
     if not lines:
         return "(no test of this scenario finished)"
     return "\n".join([format_table(headers, lines), *(f"  {reason}" for reason in reasons)])
+
+
+def audit_lines(record: dict, load) -> tuple[list[str], bool]:
+    """The lines for the audits of the last infer call (`load`: its LoadConfig, or None), and whether any FAILed."""
+    from l40sbench.loadgen.audits import line
+
+    if load is None:
+        return [], False
+    runtimes = record["notes"]["infer_runs"][-1]["runtimes"]
+    audits = [a for a in (record["inference"] or {}).get("audits") or ()
+              if "verdict" in a and (a["runtime"] in runtimes or "all" in runtimes) and a["test"] in load.audits
+              and a.get("scenario_name") in load.scenarios]
+    lines = ["", "MLPerf compliance audits (checked as MLCommons' verification checks them; never results):"] if audits else []
+    return lines + [f"  {audit['runtime']:<12} {line(audit)}" for audit in audits], any(
+        a["verdict"] == "FAIL" for a in audits)
