@@ -407,27 +407,33 @@ def test_a_run_without_a_model_and_a_batched_detector_are_refused(tiny_runs, tmp
                            "--max-batch-size must be 1 for a detect run")
 
 
-@pytest.mark.long
-def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
-    """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false (no
-    verdict is read: it runs beside the other workers)."""
-    run = _copy(tiny_runs["vgg19"], tmp_path)
-    first = run / "loadgen" / "tf-fp32" / "single-stream-b1" / RESULT_FILE
+def interrupted_when(ready, *argv: str, limit_s: float = 240) -> str:
+    """`python -m l40sbench ARGV`, sent SIGINT (as a terminal gives Ctrl-C) once `ready()` holds: its stderr, after
+    it exited 130. `limit_s` is a hang guard."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "l40sbench", "infer", str(run), "--runtimes", "tf", "--scenario",
-         "single-stream,offline", "--duration", "3"],
-        cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal would give it
-    )
+        [sys.executable, "-m", "l40sbench", *argv], cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.time() + 240
-        while not first.is_file() and time.time() < deadline and process.poll() is None:
+        deadline = time.time() + limit_s
+        while not ready() and time.time() < deadline:
+            assert process.poll() is None, process.stderr.read()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
         rest = process.stderr.read()
         assert process.wait(timeout=60) == 130, rest
     finally:
         process.kill()
+    return rest
+
+
+@pytest.mark.long
+def test_ctrl_c_keeps_the_finished_tests(tiny_runs, tmp_path):
+    """SIGINT while the second test runs: exit 130, the first test kept, the call marked complete: false (no
+    verdict is read: it runs beside the other workers)."""
+    run = _copy(tiny_runs["vgg19"], tmp_path)
+    first = run / "loadgen" / "tf-fp32" / "single-stream-b1" / RESULT_FILE
+    rest = interrupted_when(lambda: first.is_file(), "infer", str(run), "--runtimes", "tf", "--scenario",
+                            "single-stream,offline", "--duration", "3")
     assert "Traceback" not in rest and "tests finished so far are in" in rest
     (record,) = read_result(run / "result.json")[:1]
     assert record["notes"]["infer_runs"][-1]["complete"] is False and record["complete"] is True

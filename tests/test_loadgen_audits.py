@@ -245,28 +245,12 @@ def test_the_audit_configs_a_killed_child_left_are_removed_and_nothing_else(tmp_
 @pytest.mark.long
 def test_the_audit_config_the_suite_wrote_is_gone_after_a_stop(tiny_runs, tmp_path):
     """Ctrl-C while TEST04 runs, its audit.config beside its logs: exit 130 and no audit.config left anywhere."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from tests.conftest import REPO
+    from tests.test_loadgen import interrupted_when
 
     run = shutil.copytree(tiny_runs["vgg19"], tmp_path / "run")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "l40sbench", "infer", str(run), "--runtimes", "onnxruntime", "--scenario",
-         "single-stream", "--audit", "TEST04", "--duration", "20"], cwd=REPO, stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        deadline = time.time() + 300  # a hang guard: the file appears within a minute here
-        while not list(run.glob("loadgen/*/*-audit/TEST04/run_1/audit.config")) and time.time() < deadline:
-            assert process.poll() is None, process.stderr.read()
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        rest = process.stderr.read()
-        assert process.wait(timeout=60) == 130, rest
-    finally:
-        process.kill()
+    rest = interrupted_when(lambda: bool(list(run.glob("loadgen/*/*-audit/TEST04/run_1/audit.config"))),
+                            "infer", str(run), "--runtimes", "onnxruntime", "--scenario", "single-stream",
+                            "--audit", "TEST04", "--duration", "20", limit_s=300)
     assert "Traceback" not in rest
     assert not list(run.rglob("audit.config"))
 
