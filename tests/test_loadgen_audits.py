@@ -163,6 +163,10 @@ def test_test01_compares_each_sampled_response_whole_with_the_accuracy_runs(tmp_
     # performance mode answering nothing (what the suite did before): every response empty, a FAIL
     sampled.write_text(json.dumps([{"seq_id": 9, "qsl_idx": 2, "data": ""}]))
     assert "1 empty" in audits.check("TEST01", base, audited, accuracy)["why"][0]
+    # the accuracy run did not finish: no log to compare with, a FAIL that says so
+    sampled.write_text(json.dumps([{"seq_id": 9, "qsl_idx": 2, "data": "0000803F02"}]))
+    missing = audits.check("TEST01", base, audited, None)
+    assert missing["verdict"] == "FAIL" and "1 of samples the accuracy run did not log" in missing["why"][0]
 
 
 @pytest.mark.parametrize("args, fragment", [
