@@ -75,6 +75,23 @@ def test_a_detector_savedmodel_and_its_onnx_export_are_scored_alike_by_its_label
 
 
 @pytest.mark.long
+@pytest.mark.serial
+def test_every_audit_passes_on_a_detector(colour_detector, tmp_path):
+    """`--audit all` on the colour detector (onnxruntime, tf2onnx's export), single-stream and offline, its library at
+    256 px: every test PASSes (5 turns of 2 s tests, alone on the host) and TEST01's sampled responses, 7 float32 a
+    detection, equal the accuracy run's."""
+    from l40sbench.loadgen import audits
+
+    result = cli_in_process("infer", "--model", colour_detector / "colours", *STANDIN, "--label-map",
+                            colour_detector / "labels.pbtxt", "--runtimes", "onnxruntime", "--image-size", "256",
+                            "--audit", "all", "--audit-rounds", "5", "--duration", "2", "--output-dir", tmp_path / "run")
+    checked = json.loads((tmp_path / "run" / "result.json").read_text())["inference"]["audits"]
+    assert len(checked) == 6 and result.returncode == 0, "\n".join(audits.line(a) for a in checked)
+    for audit in (a for a in checked if a["test"] == "TEST01"):
+        assert all(seen["sampled"] and seen["matched"] == seen["sampled"] for seen in audit["responses"])
+
+
+@pytest.mark.long
 def test_a_detect_runs_own_savedmodel_scores_as_the_run_did(tiny_runs, tmp_path):
     """Model Garden's outputs carry image_info: its boxes are scaled back by it, as `detect` scores them (about
     40 s here; the merge tier times the colour detector's SavedModel and its ONNX export)."""
@@ -118,6 +135,7 @@ def test_bad_detector_inputs_are_one_line_and_exit_2(colour_detector, tmp_path):
         ((detector, "--label-map", tmp_path / "missing.pbtxt"), "--label-map: no file at"),
         ((detector, "--label-map", tmp_path / "other.pbtxt", *STANDIN), "names none of the data's classes"),
         ((detector, "--preprocess", "tf"), "--preprocess is not for a detector file"),
+        ((detector, "--image-size", "100"), "image_size must be a multiple of 32"),  # LoadGen's library size
         ((detector, "--scenario", "offline", "--max-batch-size", "2"), "--max-batch-size must be 1"),
     ]
     for args, fragment in cases:

@@ -56,14 +56,15 @@ def _detections(boxes, scores, classes, **extra) -> dict:
 
 def test_a_detectors_response_is_7_float32_per_kept_detection_as_accuracy_coco_reads_them():
     # Normalised boxes (the Object Detection API's), the model's class ids through a label map (1 -> 3, 2 -> 1),
-    # a detection below the score threshold dropped; the sample is library index 4 of images of their own sizes.
-    sizes = ((10, 10), (10, 10), (10, 10), (10, 10), (100, 200))
-    form = ResponseFormat("coco", score_threshold=0.05, sizes=sizes, scale_sizes=sizes, table=(0, 3, 1))
+    # a detection below the score threshold dropped; the sample is library index 4.
+    sizes = ((64, 64),) * 5
+    form = ResponseFormat("coco", score_threshold=0.05, sizes=sizes, table=(0, 3, 1))
     outputs = _detections([[0.1, 0.2, 0.5, 0.6], [0, 0, 1, 1]], [0.9, 0.01], [2, 1])
     data = encoder(form)(outputs, 0, 4)
     # index, ymin, xmin, ymax, xmax (normalised by the image's height and width), score, class: 28 bytes
     assert data == struct.pack("<7f", 4, 0.1, 0.2, 0.5, 0.6, 0.9, 1)
-    images = [{"id": i + 1, "height": h, "width": w} for i, (h, w) in enumerate(sizes)]
+    # scaled back by the original's size (the ground truth's; the library image was resized to 64 x 64)
+    images = [{"id": i + 1, "height": h, "width": w} for i, (h, w) in enumerate([(10, 10)] * 4 + [(100, 200)])]
     (found,) = coco_detections_of([b""] * 4 + [data], images)
     assert found["image_id"] == 5 and found["category_id"] == 1 and found["score"] == pytest.approx(0.9)
     assert found["bbox"] == pytest.approx([40, 10, 80, 40], abs=1e-4)  # x, y, w, h in the image's pixels
@@ -76,6 +77,26 @@ def test_a_detectors_response_is_7_float32_per_kept_detection_as_accuracy_coco_r
     assert encoder(form)(_detections([[0, 0, 1, 1]], [0.01], [1]), 0, 0) == b""
     assert encoder(form)(_detections(np.zeros((0, 4)), [], []), 0, 0) == b""
     assert coco_detections_of([b""], [{"id": 1, "height": 1, "width": 1}]) == []
+
+
+def test_a_detectors_library_holds_every_image_at_one_size_its_boxes_normalised_to_the_original():
+    """LoadGen's library of a detector: each image resized to one square size, aspect not kept (MLPerf's RetinaNet
+    library at 800 x 800), so each sample costs the same; a box normalised to the library image is scored in the
+    original's pixels."""
+    from l40sbench.detect import runtimes as det_runtimes
+
+    images = [np.zeros((1, 30, 50, 3), np.uint8), np.zeros((1, 80, 40, 3), np.uint8)]
+    images[1][0, 20:40, 10:30] = 255  # rows 20-40 of 80, columns 10-30 of 40
+    library = det_runtimes.library(images, 64)
+    assert [image.shape for image in library] == [(1, 64, 64, 3)] * 2 and library[1].dtype == np.uint8
+    rows, cols = np.nonzero(library[1][0, :, :, 0] > 127)
+    assert (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1) == (16, 32, 16, 48)
+    truth = {"images": [{"id": 1, "height": 30, "width": 50}, {"id": 2, "height": 80, "width": 40}]}
+    answers = det_runtimes.answers(truth, 0.05, 64, None)
+    assert answers.form.sizes == ((64, 64),) * 2
+    data = encoder(answers.form)(_detections([[16 / 64, 16 / 64, 32 / 64, 48 / 64]], [0.9], [1]), 0, 1)
+    (found,) = coco_detections_of([b"", data], truth["images"])
+    assert found["bbox"] == pytest.approx([10, 20, 20, 20], abs=1e-4)
 
 
 def garden_bytes(form, outputs) -> bytes:
@@ -174,7 +195,7 @@ def test_test01_compares_each_sampled_response_whole_with_the_accuracy_runs(tmp_
     (("--audit", "TEST01", "--mode", "accuracy"), "--audit runs its own accuracy and performance tests"),
     (("--audit", "TEST04", "--scenario", "server", "--find-max-qps"), "--audit checks tests at a fixed rate"),
     (("--audit", "TEST04", "--audit-rounds", "0"), "--audit-rounds must be 1 to 50, got 0"),
-    (("--audit-rounds", "3"), "--audit-rounds goes with --scenario"),
+    (("--audit-rounds", "5"), "--audit-rounds goes with --scenario"),
 ])
 def test_bad_audit_flags_are_one_line_and_write_nothing(args, fragment, tiny_runs):
     before = sorted(p.name for p in tiny_runs["vgg19"].iterdir())
@@ -271,24 +292,24 @@ def test_every_audit_passes_on_the_tiny_classifier(tiny_runs, tmp_path):
     checked = record["inference"]["audits"]
     assert len(checked) == 6 and {a["test"] for a in checked} == {"TEST01", "TEST04", "TEST05"}
     assert result.returncode == 0, "\n".join(audits.line(a) for a in checked)
-    assert all(a["verdict"] == "PASS" and not a["caveat"] for a in checked)
+    assert all(a["verdict"] == "PASS" for a in checked)
     for audit in (a for a in checked if a["test"] == "TEST01"):
         assert all(seen["sampled"] and seen["matched"] == seen["sampled"] for seen in audit["responses"])
 
 
 @pytest.mark.long
 @pytest.mark.serial
-def test_a_detect_run_takes_the_audits_its_responses_the_same_in_both_modes(tiny_runs, tmp_path):
-    """`--audit all` on the tiny detect run's SavedModel: each test runs its turns, TEST01's sampled responses equal
-    the accuracy run's; its images differ in size, and the speed checks say so (their verdict moves with which
-    images a test draws, here and on any host)."""
+def test_a_detect_runs_responses_are_the_same_in_both_modes(tiny_runs, tmp_path):
+    """TEST01 on the tiny detect run's SavedModel (Model Garden's boxes, scaled by its image_info): every sampled
+    response of the performance run equals the accuracy run's, whole. Its speed is not asserted: TensorFlow's
+    SavedModel on two shared cores moved 0.7-1.3x between turns (tests/test_given_detector.py's audits run every
+    test's speed on a detector)."""
     run = shutil.copytree(tiny_runs["ssd_resnet50_fpn"], tmp_path / "run")
-    result = cli_in_process("infer", run, "--runtimes", "savedmodel", "--audit", "all", "--audit-rounds", "3",
-                            "--duration", "1")
+    result = cli_in_process("infer", run, "--runtimes", "savedmodel", "--audit", "TEST01", "--audit-rounds", "1",
+                            "--scenario", "single-stream", "--duration", "1")
     assert result.returncode in (0, 1), result.stderr
     (record,) = read_result(run / "result.json")[:1]
-    checked = record["inference"]["audits"]
-    assert len(checked) == 6 and all(len(a["pairs"]) == 3 or a["verdict"] == "FAIL" for a in checked)
-    for audit in (a for a in checked if a["test"] == "TEST01"):
-        assert all(seen["sampled"] and seen["matched"] == seen["sampled"] for seen in audit["responses"])
-    assert all(("read with care" in audits.line(a)) == (a["test"] != "TEST01") for a in checked)
+    (audit,) = record["inference"]["audits"]
+    assert audit["responses"][0]["sampled"] and audit["responses"][0]["matched"] == audit["responses"][0]["sampled"]
+    (entry,) = [e for e in record["inference"]["scenarios"] if e["mode"] == "performance"]
+    assert entry["library"]["size_hw"] == [128, 128] and "800 x 800" in entry["library"]["made"]

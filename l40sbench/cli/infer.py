@@ -74,7 +74,10 @@ def _add_model_flags(p) -> None:
                                   "or tfds:NAME (default: detect's stand-in)")
     add_tfds_flags(g)
     g.add_argument("--image-size", type=int, help="with --model: the square input size where the model takes any "
-                                                  "(default: the size it declares, else 224)")
+                                                  "(default: the size it declares, else 224); for a detector file, "
+                                                  "the square size LoadGen's library holds each test image at "
+                                                  "(default: 640, detect's), as MLPerf's RetinaNet library holds "
+                                                  "its images at 800 px")
     g.add_argument("--limit", type=int, help="with --model: at most N images per split, classes balanced")
     g.add_argument("--strict", action="store_true", help="with --model: fail on an unreadable image instead of "
                                                         "skipping it")
@@ -136,14 +139,14 @@ def _classifier_config(args, given, output_dir: Path):
 def _detector_config(args, given, output_dir: Path):
     from l40sbench.detect.config import DetectConfig
 
-    for flag, value in (("--preprocess", args.preprocess), ("--image-size", args.image_size),
-                        ("--layout", args.layout)):
+    for flag, value in (("--preprocess", args.preprocess), ("--layout", args.layout)):
         if value is not None:
             raise UserError(f"{flag} is not for a detector file: {given.path.name} takes each image at its own "
                             "size, as uint8 pixels it scales itself")
     return make_config(DetectConfig, base=given.name, **data_flags(args), limit=args.limit, strict=args.strict,
                        output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
-                       **({} if args.score_threshold is None else {"score_threshold": args.score_threshold}))
+                       **({} if args.score_threshold is None else {"score_threshold": args.score_threshold}),
+                       **({} if args.image_size is None else {"image_size": args.image_size}))
 
 
 def _gate(args) -> None:

@@ -51,10 +51,10 @@ def add_scenario_flags(p) -> None:
                    help="MLPerf's compliance tests to run and check beside each performance test, from TEST01 (the "
                         "responses of performance mode equal the accuracy run's; speed within 10%%), TEST04 (the same "
                         "sample every query is not over 10%% faster), TEST05 (LoadGen's alternate seeds: speed within "
-                        "5%%), or all; the baseline and the audit run in turns, twice each; one PASS or FAIL line per "
+                        "5%%), or all; the baseline and the audit run in turns, three times each; one PASS or FAIL line per "
                         "test, exit 1 on a FAIL; never recorded as results (default scenarios: single-stream,offline)")
     g.add_argument("--audit-rounds", type=int, default=AUDIT_ROUNDS, metavar="N",
-                   help=f"with --audit: turns of the baseline and each test (default {AUDIT_ROUNDS}: A B A B); the "
+                   help=f"with --audit: turns of the baseline and each test (default {AUDIT_ROUNDS}: A B A B A B); the "
                         "verdict is on the median of the paired ratios, so more rounds steady it on a host whose speed "
                         "moves")
     g.add_argument("--mode", choices=("performance", "accuracy", "both"), default="performance",

@@ -50,22 +50,37 @@ def score(outputs: dict, tf_outputs: dict, ground_truth: dict, score_threshold: 
     return {**accuracy, **agreement.detection(tf_outputs, outputs, len(outputs["num_detections"]), score_threshold)}
 
 
-def answers(ground_truth: dict, score_threshold: float, sizes: list | None, table: np.ndarray | None) -> Answers:
-    """LoadGen's responses: each image's detections as accuracy-coco.py reads them (normalised by the image's size
-    in the ground truth), scored by the suite as that script scores them."""
-    form = ResponseFormat("coco", score_threshold=score_threshold,
-                          sizes=tuple((image["height"], image["width"]) for image in ground_truth["images"]),
-                          scale_sizes=tuple(tuple(int(v) for v in size) for size in sizes) if sizes else None,
+def library(images: list, size: int) -> list:
+    """LoadGen's query sample library of a detector: each test image resized to size x size, its aspect not kept, as
+    MLPerf's RetinaNet library holds every image at 800 x 800. Every sample then costs the same (TEST04's one
+    repeated sample and TEST05's other draws measure the SUT, not the images' sizes), and a model that resizes to its
+    own input size does no resize inside a latency. A box normalised to a library image is normalised to its
+    original too."""
+    from l40sbench.data.images import resize_square
+
+    return [resize_square(np.asarray(image)[0], size)[None] for image in images]
+
+
+def library_note(size: int) -> str:
+    return (f"each test image resized to {size} x {size} (aspect not kept), as MLPerf's RetinaNet library holds "
+            "its images at 800 x 800; the runtime rows take each image at its own size")
+
+
+def answers(ground_truth: dict, score_threshold: float, size: int, table: np.ndarray | None) -> Answers:
+    """LoadGen's responses on the library (`library`): each image's detections as accuracy-coco.py reads them
+    (normalised, scaled back by the original's size in the ground truth), scored by the suite as that script
+    scores them."""
+    form = ResponseFormat("coco", score_threshold=score_threshold, sizes=((size, size),) * len(ground_truth["images"]),
                           table=None if table is None else tuple(int(v) for v in table))
     return Answers(form, lambda samples: evaluate(ground_truth, responses.coco_detections_of(
         samples, ground_truth["images"])), ground_truth=ground_truth)
 
 
 def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
-             warmup: int, trained_precision: str, export=None, sizes: list | None = None,
+             warmup: int, trained_precision: str, library_size: int, export=None, sizes: list | None = None,
              table: np.ndarray | None = None) -> Workload:
-    """The rows' workload; `export` (runtime, precision, folder) -> Artifact: by default the runtimes' converters
-    from `saved_model`."""
+    """The rows' workload, and LoadGen's library at `library_size`; `export` (runtime, precision, folder) ->
+    Artifact: by default the runtimes' converters from `saved_model`."""
     return Workload(
         images=images,
         export=export or (lambda runtime, precision, folder: convert_saved_model(saved_model, runtime, precision,
@@ -73,7 +88,8 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
         score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold, sizes, table),
         mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
         warmup=warmup, trained_precision=trained_precision,
-        answers=answers(ground_truth, score_threshold, sizes, table),
+        answers=answers(ground_truth, score_threshold, library_size, table),
+        library=library(images, library_size), library_note=library_note(library_size),
     )
 
 

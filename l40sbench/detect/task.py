@@ -119,7 +119,8 @@ def _rows(inference, probed: Probed, accuracy: dict, saved_model: Path, config: 
     reference = det_runtimes.reference_row(inference, probed.tf_outputs, accuracy, saved_model, config.precision,
                                            config.score_threshold)
     return reference, det_runtimes.workload(saved_model, probed.images, probed.tf_outputs, probed.ground_truth,
-                                            config.score_threshold, config.warmup, config.precision)
+                                            config.score_threshold, config.warmup, config.precision,
+                                            config.image_size)
 
 
 class DetectTask:

@@ -4,7 +4,8 @@ a detect run's shape: per-image latency, COCO mAP by pycocotools against the set
 load it, LoadGen's scenarios.
 
 The reference is timed in this process: TensorFlow's SavedModel loader (the row named tf), or onnxruntime for an
-ONNX file. Each test image is fed at its own size, as `detect` serves it.
+ONNX file. Each test image is fed at its own size, as `detect` serves it; LoadGen's library holds each at
+--image-size (detect.runtimes.library).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def detector(given: ModelFile, config, load, label_map: Path | None, log: Log) -
         accuracy = evaluate(ground_truth, det_runtimes.coco_detections(outputs, config.score_threshold, sizes, table))
         scores = {**accuracy, **agreement.detection(outputs, outputs, len(images), config.score_threshold)}
         work = det_runtimes.workload(given.path, images, outputs, ground_truth, config.score_threshold,
-                                     config.warmup, "fp32", export=onnx_file.export(given.path) if onnx else None,
+                                     config.warmup, "fp32", config.image_size,
+                                     export=onnx_file.export(given.path) if onnx else None,
                                      sizes=sizes, table=table)
         return dataclasses.replace(row, accuracy=scores), work, accuracy, ""
 

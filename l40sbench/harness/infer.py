@@ -130,8 +130,8 @@ def measure(run_dir: Path, record: dict, reference, work, runtimes: tuple[str, .
         # LoadGen runs on the runtimes asked for (tf only when named, or with all): tf's row is the reference.
         registered = RUNTIMES.names()  # not tf-cpu, tf timed again with the GPUs hidden: no LoadGen child loads it
         asked = tuple(row for row in rows if (row.runtime in names or "all" in names) and row.runtime in registered)
-        run_scenarios(asked, load, record, work.images, run_dir, log,
-                      lambda entries, audits: save(updated(entries=entries, audits=audits)), answers=work.answers)
+        run_scenarios(asked, load, record, work, run_dir, log,
+                      lambda entries, audits: save(updated(entries=entries, audits=audits)))
     call["complete"] = True
     final = updated()
     final["env"] = with_cpu_peak(final.get("env") or {}, (row.get("device") for row in final["inference"]["runtimes"]))

@@ -11,7 +11,7 @@ from l40sbench.core.text import Log
 from l40sbench.loadgen import audits
 from l40sbench.loadgen.child import RESULT_FILE
 from l40sbench.loadgen.config import Job, LoadConfig
-from l40sbench.runtimes.responses import ACCURACY_LOG, Answers
+from l40sbench.runtimes.responses import ACCURACY_LOG
 
 
 def audit_key(audit: dict) -> tuple:
@@ -37,14 +37,7 @@ def audit_said(audit: dict) -> str:
             f"{audit['log_dir']} for MLCommons' verification")
 
 
-def uneven(answers: Answers | None) -> bool:
-    """Whether the library's samples differ in size (a detector's images, each at its own size)."""
-    sizes = answers.form.sizes if answers else None
-    return bool(sizes) and len(set(sizes)) > 1
-
-
-def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job],
-                 uneven_samples: bool = False) -> tuple[dict, ...]:
+def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job]) -> tuple[dict, ...]:
     """Each audit the suite ran, checked as MLCommons' verification checks it, per test and scenario."""
     checked = []
     for folder in dict.fromkeys(job.audit_folder for job in done):
@@ -53,8 +46,7 @@ def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job
                  for part in ("baseline", *load.audits)}
         accuracy = out / folder / "results" / "accuracy" / ACCURACY_LOG
         for test in load.audits:
-            block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None,
-                                 uneven_samples)
+            block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None)
             checked.append({**block, "runtime": row.runtime, "precision_requested": row.precision_requested,
                             "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test])})
     return tuple(checked)

@@ -99,12 +99,7 @@ def compare_responses(accuracy_log: Path | None, sampled_log: Path) -> dict:
             "missing_from_accuracy_log": missing, "empty": empty}
 
 
-UNEVEN = ("the library's images differ in size, so its samples differ in cost: TEST04's one sample and TEST05's "
-          "other draws move the speed with no cache and no seed effect (MLPerf's detectors take one input size)")
-
-
-def check(test: str, baselines: list[Path], audited: list[Path], accuracy_log: Path | None = None,
-          uneven: bool = False) -> dict:
+def check(test: str, baselines: list[Path], audited: list[Path], accuracy_log: Path | None = None) -> dict:
     """One test's verdict from its turns: the paired speed ratios (audited over baseline), their median against the
     test's bound, and TEST01's responses; PASS or FAIL with why."""
     pairs, why, scenario = [], [], ""
@@ -123,7 +118,6 @@ def check(test: str, baselines: list[Path], audited: list[Path], accuracy_log: P
             why.append(f"the audited run is {100 * (ratio - 1):+.1f} % against the baseline, past "
                        f"{'+' if test == 'TEST04' else '±'}{100 * bound:g} %")
     block = {"test": test, "scenario": scenario, "pairs": pairs, "ratio": ratio, "bound": bound,
-             "caveat": UNEVEN if uneven and test in ("TEST04", "TEST05") else "",
              "ratio_range": [min(p["ratio"] for p in pairs), max(p["ratio"] for p in pairs)] if pairs else None}
     if test == "TEST01":
         responses = [compare_responses(accuracy_log, run / "mlperf_log_accuracy.json") for run in audited]
@@ -148,5 +142,4 @@ def line(block: dict) -> str:
         figures += (f", {sum(s['matched'] for s in seen)} of {sum(s['sampled'] for s in seen)} sampled responses "
                     "equal to the accuracy run's")
     why = f": {'; '.join(block['why'])}" if block["verdict"] == "FAIL" and block["why"] else ""
-    caveat = f" (read with care: {block['caveat']})" if block.get("caveat") else ""
-    return f"{block['test']} {block['scenario']}: {block['verdict']}, {figures}{why}{caveat}"
+    return f"{block['test']} {block['scenario']}: {block['verdict']}, {figures}{why}"

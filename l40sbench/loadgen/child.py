@@ -32,6 +32,7 @@ from l40sbench.runtimes.child import read_images
 from l40sbench.runtimes.responses import ResponseFormat, encoder
 
 RESULT_FILE = "scenario.json"
+DIRECT_ANSWERS = "direct_answers.json"  # each library sample's response, its forward called alone (hex, in order)
 PROGRESS_FILE = "progress.json"
 SHARED = ("tf", "savedmodel")  # thread-safe calls into one process-wide pool: loaded once, shared by workers
 
@@ -63,6 +64,13 @@ def warm_up(calls: list, images: list, sizes: range) -> None:
     for call in dict.fromkeys(calls):
         for batch in sizes:
             call(np.concatenate([images[i % len(images)] for i in range(batch)]))
+
+
+def direct_answers(call, images: list, respond, path: Path) -> str:
+    """Each library sample's response with the forward called alone, outside LoadGen, written to `path`: what an
+    accuracy run's log must score the same as (the probe of this library, on this runtime)."""
+    write_atomic(path, json.dumps([respond(call(image), 0, index).hex() for index, image in enumerate(images)]))
+    return str(path)
 
 
 def run_job(calls: list, images: list, job: Job, folder: Path, progress, respond=None,
@@ -142,6 +150,9 @@ def main(argv: list[str]) -> int:
     form = request.get("responses")
     respond = encoder(ResponseFormat.from_dict(form)) if form and request.get("respond", True) else None
     runtime["responses"] = form["kind"] if respond else "none (samples completed without data)"
+    runtime["library"] = request.get("library")
+    if respond and any(job.mode == "accuracy" for job in jobs):
+        runtime["direct_answers"] = direct_answers(calls[0], images, respond, out / DIRECT_ANSWERS)
     given = Path(request["audit_config"]) if request.get("audit_config") else None
     for job in jobs:
         figures = run_job(calls, images, job, out / job.tag, progress, respond, given)

@@ -24,13 +24,12 @@ from l40sbench.loadgen.audit_runs import (
     audit_said,
     check_audits,
     remove_audit_configs,
-    uneven,
     working_directory_audit,
 )
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
 from l40sbench.loadgen.config import LoadConfig, Probe, jobs
 from l40sbench.runtimes.child import write_images
-from l40sbench.runtimes.measure import crash_reason, threads
+from l40sbench.runtimes.measure import Workload, crash_reason, threads
 from l40sbench.runtimes.responses import ACCURACY_LOG, Answers, read_accuracy_log
 
 FOLDER = "loadgen"
@@ -59,7 +58,8 @@ def scenario_utilisation(samples_per_second: float | None, record: dict, precisi
             "achieved_gflops": achieved, "share": utilisation(achieved, peak_gflops)}
 
 
-# What an accuracy run's score must equal: the probe's own figure, exactly for a classifier's top-1 (the same
+# What an accuracy run's score must equal: the same runtime's answers to the library's samples, each called alone
+# before LoadGen started (the probe of this library), exactly for a classifier's top-1 (the same
 # outputs give the same argmax); within 0.001 mAP for a detector (COCO's evaluation of the same boxes).
 ACCURACY_FIGURE = {"classify": ("test_accuracy", 0.0), "detect": ("map_50_95", 0.001)}
 # A given model (infer --model) whose outputs are not the data's classes: its agreement with the reference, or
@@ -69,23 +69,26 @@ GIVEN_MODEL_FIGURES = (("agreement_with_tf", 0.0), ("max_abs_diff_vs_tf", 1e-4))
 
 def score_accuracy_log(row: RuntimeResult, figures: dict, task: str, score: Callable[[list], dict]) -> tuple[dict, str]:
     """The accuracy run's entry block (LoadGen's accuracy log, MLPerf's responses, scored as MLPerf's scripts score
-    them, beside the probe's figure) and why it fails, or ''."""
+    them, beside the same runtime's answer to each library sample called alone before LoadGen started: the probe of
+    this library) and why it fails, or ''."""
     log_path = Path(figures["log_dir"]) / ACCURACY_LOG
     name, tolerance = ACCURACY_FIGURE[task]
     for fallback, bound in GIVEN_MODEL_FIGURES:
         if task == "classify" and (row.accuracy or {}).get(name) is None:
             name, tolerance = fallback, bound
-    probe = (row.accuracy or {}).get(name)
+    block = {"log": str(log_path), "figure": name, "probe": None}
     try:
+        direct = [bytes.fromhex(data) for data in json.loads(Path(figures["direct_answers"]).read_text())]
+        block["probe"] = score(direct).get(name)
         samples, logged = read_accuracy_log(log_path)
         scored = score(samples)
-    except (OSError, ValueError, KeyError) as exc:
-        return {"log": str(log_path), "figure": name, "probe": probe}, f"LoadGen's accuracy log unreadable: {exc}"
-    value = scored.get(name)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return block, f"LoadGen's accuracy log or the library's direct answers unreadable: {exc}"
+    value, probe = scored.get(name), block["probe"]
     matches = value is not None and probe is not None and abs(value - probe) <= tolerance
-    block = {"log": str(log_path), "samples_logged": logged, "figure": name, "value": value, "probe": probe,
-             "tolerance": tolerance, "matches_probe": matches, "scored": scored}
-    why = "" if matches else (f"accuracy from LoadGen's log {name} {value} differs from the probe's {probe} "
+    block = {**block, "samples_logged": logged, "value": value, "tolerance": tolerance, "matches_probe": matches,
+             "scored": scored}
+    why = "" if matches else (f"accuracy from LoadGen's log {name} {value} differs from {probe}, each sample answered alone "
                               f"(tolerance {tolerance:g})")
     return block, why
 
@@ -125,7 +128,7 @@ def to_entry(row: RuntimeResult, figures: dict, record: dict,
                            samples_per_query=figures["samples_per_query"],
                            performance_sample_count=(figures.get("parameters") or {}).get("performance_sample_count"),
                            latency_bound_ms=job.get("latency_bound_ms")) if mode == "performance" else None,
-        mode=mode, accuracy=accuracy, mlperf_conf=figures.get("mlperf_conf"),
+        mode=mode, accuracy=accuracy, mlperf_conf=figures.get("mlperf_conf"), library=figures.get("library"),
     )
 
 
@@ -161,7 +164,7 @@ def _finished(out: Path, names: list[str]) -> list[dict]:
 def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path, run_dir: Path, log: Log,
                 on_entries: Callable[[tuple[ScenarioResult, ...], tuple[dict, ...]], None],
                 answers: Answers | None = None, given_audit: tuple[Path, str] | None = None,
-                ) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
+                library: dict | None = None) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
     """Every test of `load` on one runtime, in one child; the entries of the tests that finished, and the audits
     (the suite's, checked; or every test, where an audit.config in the working directory made them audits)."""
     probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
@@ -179,7 +182,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                "threads": threads(), "xla": " (XLA)" in str(row.settings.get("compile", "")),
                "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo],
                "responses": answers.form.to_dict() if answers else None,
-               "audit_config": str(given_audit[0]) if given_audit else None}
+               "audit_config": str(given_audit[0]) if given_audit else None, "library": library}
     write_atomic(out / "request.json", json.dumps(request, indent=2))
     log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
     try:
@@ -194,7 +197,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                                            if not figures["job"].get("audit")))
         done = tuple(to_entry(row, figures, record, score) for figures in finished if figures["job"].get("audit"))
         checked = (tuple(audit_entry(row, entry, given_audit) for entry in done) if given_audit
-                   else check_audits(row, load, out, [job for job in todo if job.audit], uneven(answers)))
+                   else check_audits(row, load, out, [job for job in todo if job.audit]))
         on_entries(entries, checked)
     if outcome.returncode != 0:
         log(f"loadgen {row.runtime}: stopped after {len(finished)} of {len(todo)} test(s): "
@@ -206,18 +209,24 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
     return entries, checked
 
 
-def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dict, images: list, run_dir: Path,
+def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dict, work: Workload, run_dir: Path,
                   log: Log, on_entries: Callable[[tuple[ScenarioResult, ...], tuple[dict, ...]], None],
-                  answers: Answers | None = None) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
-    """Each runtime with figures under every test of `load`; on_entries(all entries so far, all audits so far)
-    after each. The library's map in MLPerf's form goes beside the logs, for MLPerf's accuracy scripts."""
+                  ) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
+    """Each runtime with figures under every test of `load` on the workload's library; on_entries(all entries so
+    far, all audits so far) after each. The library's map in MLPerf's form goes beside the logs, for MLPerf's
+    accuracy scripts."""
     (run_dir / FOLDER).mkdir(parents=True, exist_ok=True)
     given_audit = working_directory_audit(log)
     if given_audit and load.audits:
         raise UserError(f"--audit writes the audit.config each test needs, and {given_audit[0]} is there already: "
                         "remove it, or leave out --audit to run it as MLCommons' procedure does")
+    answers = work.answers
     if answers is not None:
         answers.write_map(run_dir / FOLDER)
+    images = work.library or work.images
+    sizes = {tuple(image.shape[1:3]) for image in images}
+    library = {"samples": len(images), "size_hw": list(next(iter(sizes))) if len(sizes) == 1 else None,
+               "made": work.library_note}
     inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
     write_images(inputs, images)
     done: tuple[ScenarioResult, ...] = ()
@@ -230,7 +239,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
             entries, audited = run_runtime(
                 row, load, record, inputs, run_dir, log,
                 lambda entries, audited, before=done, earlier=checked: on_entries(before + entries, earlier + audited),
-                answers, given_audit)
+                answers, given_audit, library)
             done, checked = done + entries, checked + audited
     finally:
         inputs.unlink(missing_ok=True)
@@ -247,7 +256,7 @@ def describe(entry: ScenarioResult) -> str:
     verdict = f"{entry.result} for LoadGen; {shorter}" if shorter and entry.result == "VALID" else entry.result
     if entry.mode == "accuracy" and entry.accuracy:
         return (f"loadgen {entry.runtime} {entry.scenario} accuracy: {entry.accuracy['figure']} "
-                f"{entry.accuracy.get('value')} from LoadGen's log, the probe's {entry.accuracy['probe']}: "
+                f"{entry.accuracy.get('value')} from LoadGen's log, {entry.accuracy['probe']} answered alone: "
                 f"{'the same' if entry.accuracy.get('matches_probe') else 'DIFFERENT'}{why}")
     search = ""
     if entry.search is not None:

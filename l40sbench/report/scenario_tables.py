@@ -1,5 +1,5 @@
 """LoadGen's scenario entries of a record as tables: LoadGen's verdict and MLPerf's rules apart, an accuracy
-run's score beside the probe's, the reasons for each INVALID below."""
+run's score beside each sample answered alone, the reasons for each INVALID below."""
 
 from __future__ import annotations
 
@@ -66,10 +66,10 @@ def scenario_cells(result: dict, scenario: str, runtimes: Sequence[str] | None =
             reasons.append(f"{e['runtime']} batch {settings.get('batch', 1)}: INVALID: {'; '.join(e['reasons'][:3])}")
         accuracy = e.get("accuracy") or {}
         if accuracy.get("figure"):
-            verdict = "the same as" if accuracy.get("matches_probe") else "NOT the probe's"
+            verdict = "the same as" if accuracy.get("matches_probe") else "NOT"
             reasons.append(f"{e['runtime']} batch {settings.get('batch', 1)}: accuracy run: {accuracy['figure']} "
                            f"{number(accuracy.get('value'))} from LoadGen's log, {verdict} "
-                           f"{number(accuracy.get('probe'))} (the probe's)")
+                           f"{number(accuracy.get('probe'))} (each sample answered alone)")
         if e.get("mlperf") and not e["mlperf"]["compliant"]:
             unmet = [e["mlperf"]["checks"][name]["rule"] for name in e["mlperf"]["unmet"]]
             reasons.append(f"{e['runtime']} batch {settings.get('batch', 1)}: MLPerf rules not met: {'; '.join(unmet)}")

@@ -41,9 +41,10 @@ class ResponseFormat:
       kind: class, coco or raw.
       classes: class: how many classes the classifier's output holds (which output, where there are several).
       score_threshold: coco: detections below it are not answered (the suite scores none below it either).
-      sizes: coco: each library sample's original (height, width), which the normalised boxes are divided by.
-      scale_sizes: coco: each sample's (height, width) a normalised-box model's boxes are scaled by (the decoded
-        image's; None: `sizes`), where the outputs do not state their own scale (Model Garden's image_info).
+      sizes: coco: each library sample's (height, width) as fed to the model: its boxes in that image's pixels (a
+        normalised box times it, or Model Garden's image_info scale undone) are divided by it. A library image is
+        the original resized without keeping its aspect, so a box normalised to it is normalised to the original
+        too, and accuracy-coco.py scales it back by the original's size in the annotations.
       table: coco: a detector file's class ids as the data's (modelfile.detector.class_ids), or None.
     """
 
@@ -51,7 +52,6 @@ class ResponseFormat:
     classes: int | None = None
     score_threshold: float | None = None
     sizes: tuple | None = None
-    scale_sizes: tuple | None = None
     table: tuple | None = None
 
     def to_dict(self) -> dict:
@@ -59,7 +59,7 @@ class ResponseFormat:
 
     @classmethod
     def from_dict(cls, data: dict) -> ResponseFormat:
-        return cls(**{key: tuple(map(tuple, value)) if key in ("sizes", "scale_sizes") and value else
+        return cls(**{key: tuple(map(tuple, value)) if key == "sizes" and value else
                       (tuple(value) if isinstance(value, list) else value) for key, value in data.items()})
 
 
@@ -114,8 +114,8 @@ def coco_response(outputs: dict, position: int, index: int, form: ResponseFormat
     boxes = np.asarray(outputs["detection_boxes"][position][:count], np.float64)
     scores = np.asarray(outputs["detection_scores"][position][:count], np.float64)
     labels = np.asarray(outputs["detection_classes"][position][:count]).astype(np.int64)
-    scale_y, scale_x = scale_yx(outputs, position, (form.scale_sizes or form.sizes)[index])
     height, width = form.sizes[index]
+    scale_y, scale_x = scale_yx(outputs, position, (height, width))
     rows = [(index, y0 / scale_y / height, x0 / scale_x / width, y1 / scale_y / height, x1 / scale_x / width, s, c)
             for (y0, x0, y1, x1), s, c in zip(boxes, scores, labels) if s >= form.score_threshold and c >= 1]
     return np.asarray(rows, np.float32).reshape(-1, COCO_FIELDS).tobytes()
