@@ -139,7 +139,8 @@ if [ "${1:-}" = "test" ]; then
     "$venv/bin/ruff" check --quiet .
     "$venv/bin/lint-imports" --no-cache | sed -n '/^Contracts:/,$p'
     # The suite on four workers (pytest-xdist; a module's tests stay on one, slowest modules first), then the
-    # tests marked serial alone: a LoadGen verdict taken while other workers run says nothing. Four on two cores:
+    # tests marked serial alone: a LoadGen verdict taken while other workers run says nothing, and a test that
+    # needs most of the host's memory (tf2onnx on a detector: 6.4 GB) was killed beside three others. Four on two cores:
     # much of a tiny run is single-threaded Python (tracing, Model Garden's builders, imports), which overlaps
     # (docs/performance-log.md, "The test suite on several workers"). No timed assertion runs in the first part; the speed gate is the
     # --benchmarks run below. The two parts share the tests' tiny result folders (tests/conftest.py), each made once.

@@ -104,8 +104,10 @@ def test_a_detect_runs_own_savedmodel_scores_as_the_run_did(tiny_runs, tmp_path)
 
 
 @pytest.mark.long
+@pytest.mark.serial
 def test_a_detect_runs_onnx_export_scores_as_the_run_did(tiny_runs, tmp_path):
-    """tf2onnx's export of the run's SavedModel (about 70 s here) given as a model of its own."""
+    """tf2onnx's export of the run's SavedModel (about 70 s here) given as a model of its own; alone, as tf2onnx takes
+    6.4 GB on this detector (the kernel's OOM killer stopped it beside three other tests)."""
     from l40sbench.runtimes.export import saved_model_to_onnx
 
     run = json.loads((tiny_runs["ssd_resnet50_fpn"] / "result.json").read_text())
