@@ -196,7 +196,7 @@ class ScenarioResult:
     mode: str = "performance"  # LoadGen's; accuracy: `accuracy` holds the log's score beside the probe's
     accuracy: dict | None = None
     mlperf_conf: dict | None = None  # loadgen.mlperf_conf.block: mlperf.conf's model, the suite's overrides, the seeds
-    library: dict | None = None  # the query sample library: samples, their (height, width), how it was made
+    library: dict | None = None  # the query sample library: samples, (height, width), how made, its rate where not the rows'
 
 
 @dataclass(frozen=True)

@@ -66,11 +66,29 @@ def warm_up(calls: list, images: list, sizes: range) -> None:
             call(np.concatenate([images[i % len(images)] for i in range(batch)]))
 
 
-def direct_answers(call, images: list, respond, path: Path) -> str:
-    """Each library sample's response with the forward called alone, outside LoadGen, written to `path`: what an
-    accuracy run's log must score the same as (the probe of this library, on this runtime)."""
-    write_atomic(path, json.dumps([respond(call(image), 0, index).hex() for index, image in enumerate(images)]))
-    return str(path)
+def library_pass(call, images: list, respond) -> tuple[list[bytes] | None, float]:
+    """Each library sample through the forward alone, outside LoadGen: its responses (None without `respond`) and
+    the images/s of the pass, the probe of this library on this runtime."""
+    answers, started = [], time.perf_counter()
+    for index, image in enumerate(images):
+        outputs = call(image)
+        if respond is not None:
+            answers.append(respond(outputs, 0, index))
+    return (answers if respond is not None else None), len(images) / (time.perf_counter() - started)
+
+
+def rescaled(job: Job, factor: float, keep_expected_qps: bool) -> Job:
+    """A job's generation hints, taken from the rows' probe on other images, scaled to the library's rate."""
+    def times(value):
+        return None if value is None else value * factor
+
+    def over(value):
+        return None if value is None else value / factor
+
+    return dataclasses.replace(job, expected_latency_ms=over(job.expected_latency_ms),
+                               expected_qps=job.expected_qps if keep_expected_qps else times(job.expected_qps),
+                               capacity_qps=times(job.capacity_qps), start_qps=times(job.start_qps),
+                               probe_p50_ms=over(job.probe_p50_ms))
 
 
 def run_job(calls: list, images: list, job: Job, folder: Path, progress, respond=None,
@@ -151,8 +169,17 @@ def main(argv: list[str]) -> int:
     respond = encoder(ResponseFormat.from_dict(form)) if form and request.get("respond", True) else None
     runtime["responses"] = form["kind"] if respond else "none (samples completed without data)"
     runtime["library"] = request.get("library")
-    if respond and any(job.mode == "accuracy" for job in jobs):
-        runtime["direct_answers"] = direct_answers(calls[0], images, respond, out / DIRECT_ANSWERS)
+    accuracy = respond is not None and any(job.mode == "accuracy" for job in jobs)
+    probe = request.get("probe")  # the rows' probe, on other images than the library's
+    if accuracy or probe:
+        answers, rate = library_pass(calls[0], images, respond if accuracy else None)
+        if accuracy:
+            write_atomic(out / DIRECT_ANSWERS, json.dumps([data.hex() for data in answers]))
+            runtime["direct_answers"] = str(out / DIRECT_ANSWERS)
+        if probe:
+            factor = rate / probe["images_per_second"]
+            jobs = [rescaled(job, factor, request.get("user_expected_qps", False)) for job in jobs]
+            runtime["library"] = {**runtime["library"], "images_per_second": rate, "hints_scaled_by": factor}
     given = Path(request["audit_config"]) if request.get("audit_config") else None
     for job in jobs:
         figures = run_job(calls, images, job, out / job.tag, progress, respond, given)

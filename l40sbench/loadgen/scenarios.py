@@ -182,7 +182,10 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                "threads": threads(), "xla": " (XLA)" in str(row.settings.get("compile", "")),
                "inputs": str(inputs), "out_dir": str(out), "jobs": [dataclasses.asdict(job) for job in todo],
                "responses": answers.form.to_dict() if answers else None,
-               "audit_config": str(given_audit[0]) if given_audit else None, "library": library}
+               "audit_config": str(given_audit[0]) if given_audit else None, "library": library,
+               # a library other than the rows' images: the child scales the hints to its own pass over it
+               "probe": dataclasses.asdict(probe) if library and library.get("differs_from_rows") else None,
+               "user_expected_qps": load.expected_qps is not None}
     write_atomic(out / "request.json", json.dumps(request, indent=2))
     log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
     try:
@@ -226,7 +229,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
     images = work.library or work.images
     sizes = {tuple(image.shape[1:3]) for image in images}
     library = {"samples": len(images), "size_hw": list(next(iter(sizes))) if len(sizes) == 1 else None,
-               "made": work.library_note}
+               "made": work.library_note, "differs_from_rows": work.library is not None}
     inputs = run_dir / FOLDER / "inputs.npz"  # decoded once; every child holds them in memory
     write_images(inputs, images)
     done: tuple[ScenarioResult, ...] = ()
