@@ -14,10 +14,12 @@ def add_scenario_flags(p) -> None:
     g = p.add_argument_group(
         "load (MLPerf LoadGen)",
         "With --scenario, each runtime measured above then runs under MLPerf's LoadGen: the test images, decoded "
-        "once and held in memory, are the query sample library; a queue feeds --workers callers, each gathering up "
+        "once and held in memory, are the query sample library (a detector's each resized to one square size, as "
+        "MLPerf's RetinaNet library is); a queue feeds --workers callers, each gathering up "
         "to --max-batch-size queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
         "and inference.scenarios in result.json gets one entry per test. Defaults are MLPerf's where it has them; "
-        "LoadGen's generation hints come from each runtime's own probe.")
+        "LoadGen's generation hints come from each runtime's own probe (scaled to a detector's library by one pass "
+        "over it).")
     g.add_argument("--scenario", type=name_list, metavar="LIST",
                    help=f"LoadGen scenarios to run, from {','.join(SCENARIOS)}, or all")
     g.add_argument("--duration", type=finite, default=DURATION_S, metavar="S",
@@ -59,7 +61,7 @@ def add_scenario_flags(p) -> None:
                         "moves")
     g.add_argument("--mode", choices=("performance", "accuracy", "both"), default="performance",
                    help="LoadGen's test mode: performance (default), accuracy (every sample once, LoadGen's accuracy "
-                        "log scored and checked against the probe's accuracy), or both, as MLPerf submissions run")
+                        "log scored and checked against each sample answered alone), or both, as MLPerf submissions run")
 
 
 def load_config(args):

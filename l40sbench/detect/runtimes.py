@@ -89,7 +89,7 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
         mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
         warmup=warmup, trained_precision=trained_precision,
         answers=answers(ground_truth, score_threshold, library_size, table),
-        library=library(images, library_size), library_note=library_note(library_size),
+        library=lambda: library(images, library_size), library_note=library_note(library_size),
     )
 
 

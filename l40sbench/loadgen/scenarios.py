@@ -226,7 +226,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
     answers = work.answers
     if answers is not None:
         answers.write_map(run_dir / FOLDER)
-    images = work.library or work.images
+    images = work.library() if work.library else work.images
     sizes = {tuple(image.shape[1:3]) for image in images}
     library = {"samples": len(images), "size_hw": list(next(iter(sizes))) if len(sizes) == 1 else None,
                "made": work.library_note, "differs_from_rows": work.library is not None}

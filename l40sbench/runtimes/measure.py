@@ -40,8 +40,8 @@ class Workload:
       mismatch: (runtime accuracy, tf accuracy) -> True when the runtime is less accurate beyond the bound.
       trained_precision: the run's --precision; a runtime reloading the graph as trained inherits it.
       answers: what LoadGen's responses are (MLPerf's format) and how the suite scores a log of them.
-      library: LoadGen's query sample library where it is not `images` (a detector's: every image at one size);
-        library_note says how it was made.
+      library: () -> LoadGen's query sample library, where it is not `images` (a detector's: every image at one
+        size), made only when LoadGen runs; library_note says how it was made.
     """
 
     images: list
@@ -51,7 +51,7 @@ class Workload:
     warmup: int
     trained_precision: str
     answers: Answers | None = None
-    library: list | None = None
+    library: Callable[[], list] | None = None
     library_note: str = "the test images as the runtime rows take them"
 
 
