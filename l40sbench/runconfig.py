@@ -41,6 +41,8 @@ class RunConfig:
     runtime_precision: str = "fp32"
     devices: int = 1  # training replicas on this host (batch_size is per device); inference uses one
     devices_available: int | None = None  # devices configured in the process (a --devices list's largest)
+    input_threads: int | None = None  # the training input pipeline's threads (None: its own default)
+    bound: bool = True  # time the input alone and the step alone after training (the record's `bound` block)
 
     # Not fields here (a task's config that has them declares them): one host, the tensorflow backend.
     worker_hosts = ()
@@ -48,7 +50,7 @@ class RunConfig:
     backend = "tensorflow"
 
     def __post_init__(self):
-        require_at_least(self, ("epochs", "devices", "devices_available"), 1)
+        require_at_least(self, ("epochs", "devices", "devices_available", "input_threads"), 1)
         self.check()
         if self.devices_available is not None and self.devices_available < self.devices:
             raise ValueError(f"devices_available must be at least devices ({self.devices}). "

@@ -85,3 +85,14 @@ def check_backend_settings(config: object) -> None:
     if tuple(config.runtimes) != ("tf",):
         raise ValueError(f"the other inference runtimes take the model through TensorFlow's exporters: use "
                          f"--backend tensorflow for them. Received: runtimes={list(config.runtimes)}")
+
+# classify's input paths (classify.inputs), the first the default; detect's one; what a study's row says of its own
+INPUTS = ("cached", "files", "generator")
+DETECT_INPUT = "parser"
+INPUT_PATHS = {
+    "cached": "decoded once and held in memory, batched by Keras",
+    "files": "image files decoded and resized every epoch (tf.data, in parallel)",
+    "generator": "image files decoded every epoch by a Python PyDataset (as a TF1-era Keras fit_generator)",
+    DETECT_INPUT: "Model Garden's parser: TFRecords decoded, augmented and anchor-labelled every step",
+}
+STUDY_INPUT = "not stated by the study"

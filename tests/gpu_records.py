@@ -30,10 +30,11 @@ def _latency(rng, mean_ms: float, n: int = 30) -> dict:
 
 
 def gpu_host(record: dict, model: str = L40S, boards: int = 8, *, seed: int = 0, measured: str = MEASURED,
-             cpu_peak: bool = True, shares: tuple[float, float] = (0.6, 0.05)) -> dict:
+             cpu_peak: bool = True, shares: tuple[float, float] = (0.6, 0.05), input_over_step: float = 2.5) -> dict:
     """`record` as a host with `boards` GPUs of `model` would write it: trained on one, its batch-1 probe on it.
     `shares`: the run's utilisation of the GPU's peak (training, batch-1 inference): a compute-bound training
-    and a launch-bound latency, as on a real GPU."""
+    and a launch-bound latency, as on a real GPU. `input_over_step`: the input pipeline's rate over the step's
+    (below 1: a GPU its host cannot feed)."""
     rng = np.random.default_rng(seed)
     out = json.loads(json.dumps(record))
     env = out["env"]
@@ -64,6 +65,7 @@ def gpu_host(record: dict, model: str = L40S, boards: int = 8, *, seed: int = 0,
     out["inference"].update(_latency(rng, 2.0), runtimes=runtimes, scenarios=[])
     out["utilisation"] = {**out["utilisation"], "peak": "tf32", "peak_gflops": 2 * peak, "train": shares[0],
                           "inference": shares[1]}
+    out["bound"] = gpu_bound(out, input_over_step)
     out["stability"] = {"verdict": "stable", "reasons": [], "device_kind": "GPU", "speed": {"bursts": [
         {"moment": m, "gflops": s[0], "samples_gflops": s} for m, s in
         (("start", _spread(rng, peak, 6)), ("after training", _spread(rng, peak, 6)), ("end", _spread(rng, peak, 6)))]}}
@@ -106,3 +108,17 @@ def slower_machine(record: dict, factor: float, measured: str = "2026-12-07T09:0
         burst["samples_gflops"] = [g / factor for g in burst["samples_gflops"]]
         burst["gflops"] /= factor
     return out
+
+
+def gpu_bound(record: dict, input_over_step: float, host_threads: int = 16) -> dict:
+    """The bound block a GPU host writes (its input and step overlap: shared_cores False), the slower stage a few
+    per cent above the steady rate of the record's epochs, the input on one core a quarter of all cores' rate x 4."""
+    from l40sbench.core import bound
+
+    steady = record["train"]["batch_size"] * 4 / record["train"]["steady_epoch_seconds"]  # any images per epoch
+    slower = steady * 1.03
+    step, feed = (slower, slower * input_over_step) if input_over_step >= 1 else (slower / input_over_step, slower)
+    return {"measured": True, "input_path": "files", "input_threads": host_threads, "host_threads": host_threads,
+            "input_images_per_second": feed, "step_images_per_second": step, "steady_images_per_second": steady,
+            "steady_from": "the steady epochs (2..N)", **bound.verdict(feed, step, steady, shared_cores=False),
+            "sizing": bound.sizing(feed / host_threads, feed, host_threads, step), "rule": bound.RULE}

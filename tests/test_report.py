@@ -39,21 +39,24 @@ def test_this_machine_sits_beside_the_l40s_rows(tiny_runs, report):
     # each definition in its own column: the study's time per epoch beside this run's wall less its own test
     # scoring / epochs; the scoring and the time to the first step in columns of their own
     utilisation, scoring = record["utilisation"], sum(train["scoring_seconds_per_epoch"])
-    assert cells[1:13] == ["32", record["config"]["precision"], "3", format_duration(train["wall_seconds"]),
+    assert cells[1:15] == ["cached", record["bound"]["verdict"].split(":")[0], "32", record["config"]["precision"], "3", format_duration(train["wall_seconds"]),
                            format_duration((train["wall_seconds"] - scoring) / 3),
                            format_duration(train["total_seconds"] / 3), format_duration(train["first_epoch_seconds"]),
                            format_duration(train["steady_epoch_seconds"]), "n 2, no interval",
                            f"{100 * utilisation['train']:.1f} % of float32", format_duration(scoring),
                            format_duration(record["time_to_first_step"]["seconds"])]
-    assert cells[13:] == ["-", "-", "10", "54.982s", "5.498s", "-", "-", "-", "-", "-", "-", "-"]
+    assert cells[15:] == ["not stated by the study", "-", "-", "-", "10", "54.982s", "5.498s", "-", "-", "-", "-", "-",
+                          "-", "-"]
+    assert (f"- vgg19 [{here}]: trained through the cached input; the study beside it did not state its input path, "
+            "so the two may measure different input paths") in text
     inference = _row(text, "vgg19", "### Inference")
     assert inference[1:3] == ["7", f"{record['inference']['mean_ms']:.3f}"]
     assert inference[3].startswith("± ") and inference[3].endswith(" % (n 7)")  # the mean's 95 % interval
     assert inference[8:12] == ["139", "5.991", "-", "166.915"]  # the study keeps no samples: no interval
     assert inference[7] == f"{100 * utilisation['inference']:.1f} % of float32"
-    assert _row(text, "xception", "## Classification")[15:17] == ["10", "1m21.964s"]  # the study's xception
+    assert _row(text, "xception", "## Classification")[19:21] == ["10", "1m21.964s"]  # the study's xception
     detect = _row(text, "ssd_resnet50_fpn", "## Object detection")
-    assert detect[3] == "1" and detect[15:17] == ["200", "25m59.613s"]
+    assert detect[1] == "parser" and detect[5] == "1" and detect[19:21] == ["200", "25m59.613s"]
     assert "### Accuracy on the test split" in text and "mAP@[.5:.95]" in text
     assert "### Inference by runtime: ssd_resnet50_fpn" in text and "| savedmodel " in text
     assert "### Inference by runtime: vgg19" in text and "| onnxruntime " in text  # its --runtimes all

@@ -311,7 +311,7 @@ def test_a_sweep_step_is_set_beside_the_published_rows_and_priced_by_its_fastest
     assert by_figure["resnet50 batch 64 x1, images/s"][2:5] == ("150.0", "300.0 (8x GTX 1080)", "0.50x")
     assert by_figure["resnet50 batch 32 x1, images/s"][3:5] == ("-", "-")  # no published row of that batch
     assert by_figure["alexnet batch 32 x1"][2] == "oom" and by_figure["alexnet batch 32 x1"][6] == "stable"
-    assert table[-1] == ("gone", "-", "no result: the step crashed", "-", "-", "-", "-")
+    assert table[-1] == ("gone", "-", "no result: the step crashed", "-", "-", "-", "-", "-")
     costs = {r[0]: r for r in summary.sweep_cost_rows([record], 0.5)}
     assert set(costs) == {"resnet50", "vgg16"}  # the oom-only model has no fastest configuration
     assert costs["resnet50"][1:4] == ("batch 64 x1", "150.0", "55m 33s")  # 500,000 images at 150/s

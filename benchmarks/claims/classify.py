@@ -62,7 +62,7 @@ def input_pipeline(sizes: dict) -> dict:
 def probe_overhead(sizes: dict) -> dict:
     """The probe's mean per image against a bare loop over the same compiled call, in turns; and model.predict
     of one image at a time against the probe."""
-    from l40sbench.classify.task import make_forward
+    from l40sbench.classify.probe import make_forward
     from l40sbench.core.timing import probe_latency
 
     model, _, _, x_test = _classifier(sizes)

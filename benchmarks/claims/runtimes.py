@@ -46,7 +46,8 @@ def runtimes(sizes: dict) -> dict:
 
     from l40sbench.backends.tf_flops import forward_gflops
     from l40sbench.classify.config import ClassifyConfig
-    from l40sbench.classify.task import compiled_model, make_forward
+    from l40sbench.classify.probe import make_forward
+    from l40sbench.classify.task import compiled_model
     from l40sbench.core.timing import probe_latency
     from l40sbench.core.utilisation import peak_for
     from l40sbench.runtimes.measure import threads

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from l40sbench.core.validate import require_at_least
 from l40sbench.runconfig import RunConfig
-from l40sbench.settings import check_backend_settings, check_cluster_settings
+from l40sbench.settings import INPUTS, check_backend_settings, check_cluster_settings
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,13 @@ class ClassifyConfig(RunConfig):
     task_index: int = 0
     backend: str = "tensorflow"  # the Keras backend (l40sbench.backends); only tensorflow spreads over devices
     epoch_scoring: bool = True  # score the test split after each epoch (outside the studies' time per epoch)
+    input: str = "cached"  # how training reads its images (classify.inputs.INPUTS)
 
     def check(self) -> None:
         require_at_least(self, ("image_size",), 1)
         check_backend_settings(self)
         check_cluster_settings(self)
+        self._check_input()
         if self.fine_tune not in ("head", "all") and not (self.fine_tune.isdigit()):
             raise ValueError(
                 f"fine_tune must be 'head', 'all' or a number of top layers. Received: fine_tune={self.fine_tune!r}"
@@ -47,3 +49,16 @@ class ClassifyConfig(RunConfig):
         if self.fine_tune == "all":
             return -1
         return int(self.fine_tune) or None
+
+    def _check_input(self) -> None:
+        if self.input not in INPUTS:
+            raise ValueError(f"input must be one of {', '.join(INPUTS)}. Received: input={self.input!r}")
+        if self.input == "cached":
+            return
+        if str(self.data or "").startswith("tfds:"):
+            raise ValueError(f"--input {self.input} reads image files: a TFDS set has none (use --input cached)")
+        if self.worker_hosts:
+            raise ValueError(f"--input {self.input} with --worker-hosts: training across hosts takes --input cached")
+        if self.input == "generator" and self.devices > 1:
+            raise ValueError(f"--input generator feeds one device (a Python PyDataset, as fit_generator did); "
+                             f"{self.devices} devices take --input files or cached")

@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench import paths
+from l40sbench.classify import inputs, train_flops
 from l40sbench.classify import runtimes as cl_runtimes
-from l40sbench.classify import train_flops
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier, file_facts, file_scaling, spec_for
+from l40sbench.classify.probe import TEST_METRIC, measure_inference
 from l40sbench.classify.standin import ensure_standin, standin_path
-from l40sbench.core.results import DatasetInfo, InferenceResult
+from l40sbench.core.results import DatasetInfo
 from l40sbench.core.task import Built, Data, Flops, Probe
 from l40sbench.core.text import Log
-from l40sbench.core.timing import probe_latency
 from l40sbench.data import folders, tfds_source
 from l40sbench.errors import UserError
 from l40sbench.settings import keras_policy
@@ -33,7 +33,6 @@ from l40sbench.settings import keras_policy
 SCORING_UNDER_A_STRATEGY = ("per-epoch test scoring is skipped under a tf.distribute strategy: between epochs it "
                             "slows the next epochs (an epoch traced again); the test split is scored once, after "
                             "training, by the latency probe")
-TEST_METRIC = "test_accuracy"
 
 
 def resolve_data(config: ClassifyConfig, log: Log) -> tuple[folders.Layout, str]:
@@ -45,16 +44,19 @@ def resolve_data(config: ClassifyConfig, log: Log) -> tuple[folders.Layout, str]
     return folders.scan(config.data), str(Path(config.data).resolve())
 
 
-def load_dataset(config: ClassifyConfig, image_size: int, log: Log) -> tuple[folders.ImageSet, str]:
-    """Both splits decoded at image_size (through the decoded cache), and the data's `source` label."""
+def load_dataset(config: ClassifyConfig, image_size: int, log: Log,
+                 files: list | None = None) -> tuple[folders.ImageSet, str]:
+    """Both splits decoded at image_size (through the decoded cache), and the data's `source` label; a list
+    given as `files` receives the train split's files (inputs.TrainFiles) where the data is a folder."""
     if tfds_source.is_tfds(config.data):
         ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
         return tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
                                                cache_dir=paths.cache_dir(), log=log)
     layout, source = resolve_data(config, log)
-    images = folders.load_images(
-        layout.limited(config.limit), image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log
-    )
+    layout = layout.limited(config.limit)
+    images = folders.load_images(layout, image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log)
+    if files is not None:
+        files.append(inputs.train_files(layout, images.skipped_files))
     return images, source
 
 
@@ -92,13 +94,6 @@ def epoch_callback(begin: Callable[[], None], end: Callable[[int, dict], None]):
     return EpochBoundaries()
 
 
-def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):
-    """The compiled single-image forward call that the latency probe times (the backend's own)."""
-    from l40sbench.backends import load
-
-    return load(backend).forward(model, image_size, xla)
-
-
 def compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, log: Log, placement=None):
     """Returns (compiled model, weights label), built and compiled under `placement`'s strategy if any;
     imports the backend on first use."""
@@ -124,26 +119,6 @@ def compiled_model(config: ClassifyConfig, image_size: int, num_classes: int, lo
     return model, weights_label
 
 
-def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, sync) -> Probe:
-    """Latency of the test images one at a time, and the accuracy of those same predictions
-    (outputs: the stacked probabilities, None where no image was predicted)."""
-    forward = make_forward(model, config.image_size, config.xla, config.backend)
-    probabilities: list[np.ndarray] = []
-
-    def predict(image: np.ndarray) -> np.ndarray:
-        probabilities.append(forward(image))
-        return probabilities[-1]  # on the host: the clock's sync has nothing to wait for
-
-    stats = probe_latency(predict, images.x["test"], warmup=config.warmup, sync=sync)
-    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
-    if not probabilities:
-        return Probe(inference, {TEST_METRIC: None})
-    stacked = np.stack(probabilities)
-    if stacked.ndim != 2:  # a model file's feature or segmentation map: timed, agreement by the output gap only
-        return Probe(inference, {TEST_METRIC: None}, stacked)
-    return Probe(inference, {TEST_METRIC: float(np.mean(np.argmax(stacked, axis=1) == images.y["test"]))}, stacked)
-
-
 def _train_convention(config: ClassifyConfig) -> tuple[int, str]:
     """(training FLOPs per forward, the convention in words) for the layers --fine-tune trains."""
     if config.trainable_top_layers is None:  # the base is frozen: no gradient flows through it
@@ -166,11 +141,12 @@ class ClassifyTask:
         return dataclasses.replace(config, image_size=image_size)
 
     def load(self, config: ClassifyConfig, log: Log) -> Data:
-        images, source = load_dataset(config, config.image_size, log)
+        files: list = []
+        images, source = load_dataset(config, config.image_size, log, files)
         info = DatasetInfo(source=source, train_images=int(len(images.y["train"])),
                            test_images=int(len(images.y["test"])), classes=images.counts,
                            skipped_files=images.skipped_files)
-        return Data(info, images)
+        return Data(info, images, files[0] if files else None)
 
     def build(self, config: ClassifyConfig, data: Data, placement, devices: dict, log: Log) -> Built:
         from l40sbench.backends import load
@@ -221,9 +197,25 @@ class ClassifyTask:
             fit_across_hosts(model, images.x["train"], images.y["train"], global_batch=global_batch,
                              epochs=config.epochs, strategy=placement.strategy, seed=config.seed, callback=callback)
             return
-        model.fit(images.x["train"], images.y["train"], batch_size=global_batch, epochs=config.epochs, shuffle=True,
-                  verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
+        model.fit(**self._fit_input(built, data, inputs.threads_for(config.input, config.input_threads)),
+                  epochs=config.epochs, verbose=1 if sys.stdout.isatty() else 0,  # Keras draws its bar on stdout
                   callbacks=[callback])
+
+    def _fit_input(self, built: Built, data: Data, threads: int | None) -> dict:
+        config = built.config
+        return inputs.fit_input(config.input, data.splits, data.feed, config.image_size,
+                                built.devices["global_batch"], threads, config.seed)
+
+    def bound_parts(self, built: Built, data: Data):
+        placement = built.state
+        if placement.strategy is not None:
+            return (f"the step alone is timed on one device; this run trained on {placement.replicas} replicas "
+                    f"({placement.facts['strategy']})")
+        config = built.config
+        threads = inputs.threads_for(config.input, config.input_threads)
+        steps = -(-data.info.train_images // built.devices["global_batch"])
+        return inputs.bound_parts(built.model, config.input, lambda n: self._fit_input(built, data, n),
+                                  config.backend, steps, threads)
 
     def after_training(self, built: Built, train: dict, log: Log) -> None:
         pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from l40sbench.classify.bases import BASES
+from l40sbench.cli import input_flags
 from l40sbench.cli.common import (
     add_device_flags,
     add_preprocess_flag,
@@ -19,7 +20,7 @@ from l40sbench.cli.common import (
 )
 from l40sbench.cli.runs import run_device_counts
 from l40sbench.errors import UserError
-from l40sbench.settings import ONE_DEVICE_OFF_TENSORFLOW
+from l40sbench.settings import INPUTS, ONE_DEVICE_OFF_TENSORFLOW
 
 
 def add(subparsers) -> None:
@@ -69,6 +70,7 @@ def add(subparsers) -> None:
     add_xla_flag(p, "the training step and the timed forward call")
     add_device_flags(p, hosts=True)
     add_runtime_flags(p)
+    input_flags.add(p, INPUTS)
     p.set_defaults(func=run)
 
 
@@ -115,7 +117,7 @@ def run(args) -> int:
         output_dir=args.output_dir, seed=args.seed, precision=args.precision, xla=args.xla, strict=args.strict,
         runtimes=args.runtimes, runtime_precision=args.runtime_precision,
         worker_hosts=args.worker_hosts, task_index=args.task_index, backend=backend_flag(args, "classify"),
-        epoch_scoring=args.epoch_scoring == "on",
+        epoch_scoring=args.epoch_scoring == "on", input=args.input, input_threads=args.input_threads, bound=args.bound,
     )
     spec_for(config.base, config.model)  # an unknown base or a file that is not a model fails before anything loads
     if config.backend == "tensorflow":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from l40sbench.cli import input_flags
 from l40sbench.cli.common import (
     add_device_flags,
     add_run_flags,
@@ -61,6 +62,7 @@ def add(subparsers) -> None:
                     "times the serving signature as it is exported, without XLA")
     add_device_flags(p, hosts=True)
     add_runtime_flags(p)
+    input_flags.add(p)
     p.set_defaults(func=run)
 
 
@@ -91,6 +93,7 @@ def run(args) -> int:
         output_dir=args.output_dir, seed=args.seed, score_threshold=args.score_threshold, precision=args.precision,
         export=args.export, strict=args.strict, xla=args.xla, worker_hosts=args.worker_hosts,
         task_index=args.task_index, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
+        input_threads=args.input_threads, bound=args.bound,
     )
     DETECTORS.get(config.base)
     return run_device_counts("detect", config, device_counts(args.devices))

@@ -62,6 +62,7 @@ def run_device_counts(task: str, config, counts: tuple[int, ...]) -> int:
 def run_and_report(task: str, config, collect: list | None = None) -> int:
     """Runs the task through the harness, writing results as it goes, then prints the summary; the finished
     record is appended to `collect` when one is given."""
+    from l40sbench.core.bound import lines as bound_lines
     from l40sbench.core.records import write_result
     from l40sbench.core.stability import line as stability_line
     from l40sbench.core.telemetry import line as energy_line
@@ -110,6 +111,8 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
         print(runtimes)
         print()
     print(tables.accuracy_lines(result))
+    for line in bound_lines(result.get("bound")):
+        print(line)
     print(tables.utilisation_line(result))
     if tables.first_step_line(result):
         print(tables.first_step_line(result))

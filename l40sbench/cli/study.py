@@ -268,7 +268,9 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
             write_html(loaded, root / "report")
     sweep_costs = summary.sweep_cost_rows(list(records.values()), price)
     spent = summary.cost_line(list(records.values()), price)
-    verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else [])]
+    sizing = summary.sizing_lines([(o.name, records.get(o.name), o.reason) for o in outcomes])
+    verdict = [markdown_table(summary.HEAD, rows), "", *([spent, ""] if spent else []),
+               *(["Host sizing (how many cores feed each step's device):", *sizing, ""] if sizing else [])]
     if sweep_costs:
         verdict += ["The LeaderGPU study's cost table from this machine's sweep"
                     + ("" if price else " (give --price to price it)") + ":", "",

@@ -68,6 +68,12 @@ def _tensorflow_facts() -> dict:
     }
 
 
+def host_threads() -> int:
+    """The cores this process may run on (its affinity): every runtime is given this many, and an input
+    pipeline's --input-threads is checked against it."""
+    return len(os.sched_getaffinity(0))
+
+
 def fingerprint(backend_facts: dict | None = None) -> dict:
     """Versions, the Keras backend's facts (backends.facts: its name, version and devices), CPU, OS, suite
     commit and a UTC timestamp."""

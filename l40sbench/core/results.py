@@ -229,6 +229,8 @@ class RunResult:
     time_to_first_step: dict = field(default_factory=dict)
     # the run's peak memory so far, in core.memory's convention: peak_mb and what it counts
     memory: dict = field(default_factory=dict)
+    # what bounds training: input alone, step alone and steady rates, the verdict, the sizing (core.bound)
+    bound: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}

@@ -6,7 +6,7 @@ harness.tasks registers it by name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ class Data:
 
     info: DatasetInfo
     splits: Any
+    feed: Any = None  # what the run's input path reads besides the splits (classify's train files), or None
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,22 @@ class Flops:
         return self.forward_gflops * self.train_flops_per_forward
 
 
+@dataclass(frozen=True)
+class BoundParts:
+    """What the harness needs to time a run's input and its training step apart (harness.bound): a fresh pass
+    of the run's own input pipeline, and its own compiled step on a batch already made."""
+
+    input_path: str  # the input path the run trained through, as the record names it
+    # the pipeline at N threads (None: the run's), made once as the run made it: its epochs one after another,
+    # each an iterator of (images, batch)
+    batches: Callable[[int | None], Iterator[Iterator[tuple[int, Any]]]]
+    place: Callable[[Any], Any]  # a batch as the step takes it, on the device, before any clock starts
+    step: Callable[[Any], Any]  # one training step (the run's own compiled step) on a placed batch
+    batches_per_epoch: int
+    threads: int | None  # the pipeline's threads in the run; None: not the suite's to set (then no per-core rate)
+    restore: Callable[[], None]  # the trained weights (and optimizer state) back, after the steps alone
+
+
 class Task(Protocol):
     """One kind of benchmark. The harness calls these in order; none of them reads a clock."""
 
@@ -112,6 +129,9 @@ class Task(Protocol):
 
     def reload(self, record: dict, model: Path, log: Log) -> tuple[RuntimeResult, Any]:
         """(tf's reference row, the workload) for `infer`: the saved model reloaded and probed again on tf."""
+
+    def bound_parts(self, built: Built, data: Data) -> BoundParts | str:
+        """The parts harness.bound times, or why this run's input and step cannot be timed apart."""
 
     def check_scenarios(self, load, record: dict) -> None:
         """Raises UserError where `infer --scenario` cannot run these LoadGen settings on this task's model."""

@@ -59,8 +59,22 @@ def optimizer(task, experiment, batch_size: int, total_steps: int):
     return task.create_optimizer(optimizer_config, experiment.runtime)
 
 
-def train_step(task, experiment, model, optimizer, placement, xla: bool = False):
-    """(one training step -> its loss, the loss-component metrics), called inside the placement's scope.
+def train_inputs(task, experiment, threads: int | None = None):
+    """Model Garden's training pipeline (its parser: decode, augmentation, anchor labelling; repeated), on
+    `threads` threads where given (tf.data's private thread pool), else tf.data's own."""
+    import tensorflow as tf
+
+    dataset = task.build_inputs(experiment.task.train_data)
+    if threads is None:
+        return dataset
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    return dataset.with_options(options)
+
+
+def train_step(task, experiment, model, optimizer, placement, xla: bool = False, threads: int | None = None):
+    """(one training step -> its loss, the loss-component metrics, the same step on a given batch -> its loss
+    (None on several replicas)), called inside the placement's scope. The pipeline runs on `threads` threads.
 
     One device: the task's own train_step in a tf.function. Several: Model Garden's Trainer, which feeds
     each replica its share of the global batch (orbit's distributed dataset) and runs the task's
@@ -72,10 +86,10 @@ def train_step(task, experiment, model, optimizer, placement, xla: bool = False)
     if xla:
         task.train_step = tf.function(task.train_step, jit_compile=True)
     if placement.strategy is None:
-        batches = iter(task.build_inputs(experiment.task.train_data))
+        batches = iter(train_inputs(task, experiment, threads))
         metrics = task.build_metrics(training=True)  # Model Garden's loss components, averaged per epoch
         step = tf.function(lambda inputs: task.train_step(inputs, model, optimizer, metrics=metrics))
-        return (lambda: float(step(next(batches))["loss"])), metrics
+        return (lambda: float(step(next(batches))["loss"])), metrics, (lambda inputs: float(step(inputs)["loss"]))
     from official.core import base_trainer
 
     trainer = base_trainer.Trainer(experiment, task, model=model, optimizer=optimizer, train=True, evaluate=False)
@@ -87,7 +101,7 @@ def train_step(task, experiment, model, optimizer, placement, xla: bool = False)
         step()
         return float(trainer.train_loss.result())
 
-    return run, trainer.train_metrics
+    return run, trainer.train_metrics, None
 
 
 TRAIN_COUNTER = ("TensorFlow's profiler over the traced training step of one image (Model Garden's train_step: "

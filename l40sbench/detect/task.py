@@ -66,6 +66,7 @@ class Trainer:
     metrics: list
     steps_per_epoch: int
     components: dict  # metric name -> its value per epoch (the record's notes hold it)
+    on_batch: object = None  # the step on a given batch -> its loss (one device), for the bound block
 
 
 def measure_inference(serving, test, classes, config: DetectConfig, sync, notes: dict, log: Log) -> Probe:
@@ -167,7 +168,8 @@ class DetectTask:
         steps_per_epoch = math.ceil(len(splits.train) / global_batch)
         with placement.scope():
             optimizer = garden.optimizer(task, experiment, global_batch, epochs * steps_per_epoch)
-            step, metrics = garden.train_step(task, experiment, model, optimizer, placement, config.xla)
+            step, metrics, on_batch = garden.train_step(task, experiment, model, optimizer, placement, config.xla,
+                                                        config.input_threads)
         devices["compile"] = {"training": training_compile(config.xla)[1],
                               "inference": "tf.function (the serving signature), no XLA"}
         classes = splits.classes
@@ -190,7 +192,7 @@ class DetectTask:
             weights=f"checkpoint {config.init_checkpoint}" if config.init_checkpoint else "random",
             model_info=model_info, devices=devices, epochs=epochs,
             train_images_per_epoch=steps_per_epoch * global_batch, training_line=line, notes=notes,
-            state=Trainer(experiment, task, optimizer, placement, step, metrics, steps_per_epoch, components),
+            state=Trainer(experiment, task, optimizer, placement, step, metrics, steps_per_epoch, components, on_batch),
         )
 
     def train(self, built: Built, data: Data, loop) -> None:
@@ -204,6 +206,11 @@ class DetectTask:
                 trainer.components.setdefault(metric.name, []).append(float(metric.result()))
             loss = float(np.mean(losses))
             loop.end(loss, {"loss": loss, **{name: values[-1] for name, values in trainer.components.items()}})
+
+    def bound_parts(self, built: Built, data: Data):
+        from l40sbench.detect.bound import bound_parts
+
+        return bound_parts(built, garden.train_inputs)
 
     def after_training(self, built: Built, train: dict, log: Log) -> None:
         from l40sbench.core.projection import projection

@@ -42,7 +42,8 @@ def _labels(outputs, test, decided) -> tuple:
 def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
     """A file of one output (a classifier, a backbone, a segmenter), fed as its scaling is decided."""
     from l40sbench.classify import runtimes as cl_runtimes
-    from l40sbench.classify.task import load_dataset, measure_inference
+    from l40sbench.classify.probe import measure_inference
+    from l40sbench.classify.task import load_dataset
     from l40sbench.modelfile import files, keras_file, onnx_file, scaling
     from l40sbench.runtimes import agreement
 

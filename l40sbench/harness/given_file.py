@@ -34,10 +34,10 @@ class Prepared:
 def probe(runtime: str, path: Path, label: str, exporter: str, images: list, warmup: int, sync, log: Log):
     """A registry runtime's loader in this process as the reference (onnxruntime for an ONNX file, TensorFlow's
     SavedModel loader for a detector's): (its row named `label`, without scores; its stacked outputs by name)."""
+    from l40sbench.core.env import host_threads as threads
     from l40sbench.core.timing import probe_latency
     from l40sbench.runtimes.child import stack_outputs
     from l40sbench.runtimes.export import size_mb
-    from l40sbench.runtimes.measure import threads
     from l40sbench.runtimes.registry import load
 
     loaded = load(runtime, path, "fp32", threads(), "fp32")

@@ -13,7 +13,8 @@ import numpy as np
 from l40sbench.backends.telemetry import source as telemetry_source
 from l40sbench.core import env as env_mod
 from l40sbench.core import memory
-from l40sbench.core.devices import kind_of
+from l40sbench.core.devices import CPU, kind_of
+from l40sbench.core.env import host_threads
 from l40sbench.core.phases import Phases
 from l40sbench.core.results import RunResult, TrainResult
 from l40sbench.core.stability import limits_for, verdict
@@ -23,6 +24,7 @@ from l40sbench.core.telemetry import gaps
 from l40sbench.core.text import Log
 from l40sbench.core.timing import EpochClock, Stopwatch, recorded_calls
 from l40sbench.core.utilisation import run_utilisation
+from l40sbench.harness import bound
 from l40sbench.harness.epochs import EpochLoop
 from l40sbench.harness.tasks import load_task
 from l40sbench.peak.burst import START_WARM_SECONDS, Guard, warm_target
@@ -132,6 +134,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     clock = EpochClock(sync=sync)
     wall = Stopwatch()
     wall_seconds: list[float] = []
+    bound_block: dict = {}
 
     def record(complete: bool, probe: Probe | None = None, figures: dict | None = None, rows=None) -> RunResult:
         inference = probe.inference if probe is not None else None
@@ -149,7 +152,7 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
             accuracy=probe.accuracy if probe is not None else {}, notes=built.notes, utilisation=figures or {},
             devices=built.devices, stability=stability(guard, clock.epoch_seconds, probe, phases, kind, env["peak"]),
             telemetry=phases.record(), time_to_first_step=startup.block,
-            memory=memory.block(kernels.peak_memory_mb(kind)),
+            memory=memory.block(kernels.peak_memory_mb(kind)), bound=bound_block,
         )
 
     loop = EpochLoop(built.epochs, clock, wall, log, on_epoch=lambda: save(record(False).to_dict()))
@@ -174,6 +177,14 @@ def run_task(name: str, config, *, log: Log, save: Save) -> RunResult:
     guard.check("after training")
     built.devices.update(placement.after_training(built.model.trainable_weights, before))
     task.after_training(built, dataclasses.asdict(record(False).train), log)
+    if config.bound:
+        with phases.phase("bound"):
+            bound_block.update(bound.measure(task.bound_parts(built, data), dataclasses.asdict(record(False).train),
+                                             built.train_images_per_epoch, built.devices["global_batch"],
+                                             kind == CPU, host_threads(), sync, log))
+    else:
+        bound_block.update(bound.not_measured("--no-bound"))
+    save(record(False).to_dict())
 
     split_training(phases, clock.windows, built.train_images_per_epoch)
     with phases.phase("inference") as done, recorded_calls() as calls:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from l40sbench.core import child
+from l40sbench.core.env import host_threads as threads
 from l40sbench.core.records import write_atomic
 from l40sbench.core.results import RuntimeResult, ScenarioResult
 from l40sbench.core.text import Log
@@ -29,7 +30,7 @@ from l40sbench.loadgen.audit_runs import (
 from l40sbench.loadgen.child import PROGRESS_FILE, RESULT_FILE
 from l40sbench.loadgen.config import LoadConfig, Probe, jobs
 from l40sbench.runtimes.child import write_images
-from l40sbench.runtimes.measure import Workload, crash_reason, threads
+from l40sbench.runtimes.measure import Workload, crash_reason
 from l40sbench.runtimes.responses import ACCURACY_LOG, Answers, read_accuracy_log
 
 FOLDER = "loadgen"

@@ -1,7 +1,9 @@
 """The cells tables print: a number, a figure's 95 % interval, an offer's price, a p99 with the warning its
-sample count needs."""
+sample count needs, the input path a training figure used."""
 
 from __future__ import annotations
+
+from l40sbench.settings import DETECT_INPUT, STUDY_INPUT
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -35,3 +37,16 @@ def p99(inference: dict) -> str:
 
 
 SMALL_P99_NOTE = "* p99 of fewer than 100 samples: one of the few slowest calls, not a stable tail estimate"
+
+
+def input_path(record: dict) -> str:
+    """The input path a record's training figure used: a study's is not stated; a run's is in its bound block,
+    else its config (classify's runs before --input were all cached); detect's is Model Garden's parser."""
+    if record.get("source"):
+        return STUDY_INPUT
+    named = (record.get("bound") or {}).get("input_path")
+    if named:
+        return named
+    if record.get("task") == "detect":
+        return DETECT_INPUT
+    return (record.get("config") or {}).get("input") or "cached"

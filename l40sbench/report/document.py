@@ -13,37 +13,21 @@ from pathlib import Path
 
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
-from l40sbench.core.text import format_duration, markdown_table
-from l40sbench.report import plots, series, tables
+from l40sbench.core.text import markdown_table
+from l40sbench.report import plots, series
 from l40sbench.report.cells import offer_rate
-from l40sbench.report.inputs import Loaded, machine_labels, precision, row_name
+from l40sbench.report.columns import ACCURACY_COLUMNS, INFERENCE_COLUMNS, TRAIN_COLUMNS, input_notes
+from l40sbench.report.inputs import Loaded, machine_labels, row_name
 from l40sbench.report.scenario_tables import scenario_cells, scenario_title
 from l40sbench.report.tables import (
-    CLOCK_PER_EPOCH,
     SCALING_HEADERS,
-    WALL_PER_EPOCH,
-    WALL_TOTAL,
-    clock_epoch_seconds,
     environment_block,
-    p99,
     runtime_cells,
     runtime_rows,
     scaling_cells,
-    spread,
-    wall_epoch_seconds,
 )
 
 TASK_TITLES = {"classify": "Classification", "detect": "Object detection"}
-
-
-def _ms(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _utilisation(record: dict, part: str) -> str:
-    """'54.5 % of float32' for a run that recorded its utilisation, '-' for one that did not."""
-    u = record.get("utilisation") or {}
-    return "-" if u.get(part) is None else f"{100 * u[part]:.1f} % of {u['peak']}"
 
 
 def _side_by_side(runs: Sequence[tuple[str, dict]], columns: Sequence[tuple[str, Callable[[dict], str]]]):
@@ -67,41 +51,11 @@ def _table(runs, columns) -> list[str]:
     return [legend, "", markdown_table(headers, body), ""]
 
 
-TRAIN_COLUMNS = (
-    ("input px", lambda r: str((r.get("config") or {}).get("image_size") or "-")),
-    ("precision", lambda r: precision(r) or "-"),
-    ("epochs", lambda r: str(r["train"]["epochs"])),
-    (WALL_TOTAL, lambda r: format_duration(r["train"].get("wall_seconds"))),
-    (WALL_PER_EPOCH, lambda r: format_duration(wall_epoch_seconds(r["train"]))),
-    (CLOCK_PER_EPOCH, lambda r: format_duration(clock_epoch_seconds(r["train"]))),
-    ("first", lambda r: format_duration(r["train"]["first_epoch_seconds"])),
-    ("steady (2..N)", lambda r: format_duration(r["train"]["steady_epoch_seconds"])),
-    ("steady ± 95 %", lambda r: spread(r["train"].get("steady_epoch_interval"))),
-    ("utilisation", lambda r: _utilisation(r, "train")),
-    ("test scoring (apart)", lambda r: format_duration(tables.scoring_seconds(r["train"]))),
-    ("to first step", lambda r: format_duration(tables.first_step_seconds(r))),
-)
-INFERENCE_COLUMNS = (
-    ("images", lambda r: str((r.get("inference") or {}).get("images_timed", "-"))),
-    ("mean ms", lambda r: _ms((r.get("inference") or {}).get("mean_ms"))),
-    ("± 95 %", lambda r: spread((r.get("inference") or {}).get("interval_ms"))),
-    ("images/s", lambda r: _ms((r.get("inference") or {}).get("images_per_second"))),
-    ("p50 ms", lambda r: _ms((r.get("inference") or {}).get("p50_ms"))),
-    ("p99 ms", lambda r: p99(r.get("inference") or {})),
-    ("utilisation", lambda r: _utilisation(r, "inference")),
-)
-ACCURACY_COLUMNS = {
-    "classify": (("test accuracy", lambda r: _ms((r.get("accuracy") or {}).get("test_accuracy"))),),
-    "detect": (("mAP@[.5:.95]", lambda r: _ms((r.get("accuracy") or {}).get("map_50_95"))),
-               ("mAP@.5", lambda r: _ms((r.get("accuracy") or {}).get("map_50")))),
-}
-
-
 def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[str]:
     title = TASK_TITLES[task]
     trained = [(label, r) for label, r in runs if r["train"]["epochs"]]  # `infer --model` times a file untrained
     parts = [f"## {title}", "", *_stability_lines(runs), "### Training time", "",
-             *(_table(trained, TRAIN_COLUMNS) if trained else
+             *(_table(trained, TRAIN_COLUMNS) + input_notes(trained) if trained else
                ["No run here trained: each timed a model file as it was given (`infer --model`).", ""])]
     bars = series.epoch_bars(runs)
     if bars:

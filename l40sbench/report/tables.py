@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from l40sbench.core.bound import short as bound_by
 from l40sbench.core.env import gpu_models
 from l40sbench.core.text import format_duration, format_table
-from l40sbench.report.cells import SMALL_P99_NOTE, number, p99, spread
+from l40sbench.report.cells import SMALL_P99_NOTE, input_path, number, p99, spread
 
 
 def _machine_rate_row(env: dict) -> tuple[str, str]:
@@ -98,6 +99,8 @@ def training_table(results: Sequence[dict]) -> str:
         rows.append(
             (
                 _base(r),
+                input_path(r),
+                bound_by(r.get("bound")),
                 train["epochs"],
                 format_duration(train.get("wall_seconds")),
                 format_duration(wall_epoch_seconds(train)),
@@ -108,7 +111,7 @@ def training_table(results: Sequence[dict]) -> str:
             )
         )
     return format_table(
-        ("base", "epochs", WALL_TOTAL, WALL_PER_EPOCH, CLOCK_PER_EPOCH, "first epoch", "steady epoch (2..N)",
+        ("base", "input", "bound by", "epochs", WALL_TOTAL, WALL_PER_EPOCH, CLOCK_PER_EPOCH, "first epoch", "steady epoch (2..N)",
          "steady 95 % interval"), rows
     )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.core import child
+from l40sbench.core.env import host_threads as threads
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.core.stats import LatencyStats
 from l40sbench.core.text import Log
@@ -53,11 +54,6 @@ class Workload:
     answers: Answers | None = None
     library: Callable[[], list] | None = None
     library_note: str = "the test images as the runtime rows take them"
-
-
-def threads() -> int:
-    """The cores this process may run on: every runtime is given the same number."""
-    return len(os.sched_getaffinity(0))
 
 
 def crash_reason(runtime: str, outcome: child.Outcome, timeout_s: float = CHILD_TIMEOUT_S) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from l40sbench.core.bound import short as bound_by
 from l40sbench.core.projection import projection
-from l40sbench.report.cells import number, spread
+from l40sbench.report.cells import input_path, number, spread
 from l40sbench.report.tables import wall_epoch_seconds
 from l40sbench.study.plan import ARTICLE_EPOCHS
 
-HEAD = ("step", "figure", "this machine", "study", "this / study", "interval", "stability")
+HEAD = ("step", "figure", "this machine", "study", "this / study", "interval", "stability", "bound by")
 
 
 def _ratio(mine: float | None, theirs: float | None) -> str:
@@ -29,8 +30,10 @@ def _published(reference: Sequence[dict], record: dict) -> dict | None:
 
 def _training_rows(name: str, record: dict, published: dict | None, stability: str) -> list[tuple]:
     epoch, theirs = wall_epoch_seconds(record["train"]), wall_epoch_seconds((published or {}).get("train") or {})
-    rows = [(name, "time per epoch, s", number(epoch), number(theirs), _ratio(epoch, theirs),
-             spread(record["train"].get("steady_epoch_interval")), stability)]
+    bound = bound_by(record.get("bound"))
+    rows = [(name, f"time per epoch, s ({input_path(record)} input; the study did not state its own)", number(epoch),
+             number(theirs), _ratio(epoch, theirs), spread(record["train"].get("steady_epoch_interval")), stability,
+             bound)]
     protocol = ARTICLE_EPOCHS[record["task"]]
     projected = projection(record["train"], protocol) if record["train"]["epochs"] != protocol else None
     if projected:
@@ -38,7 +41,7 @@ def _training_rows(name: str, record: dict, published: dict | None, stability: s
         study_total = (published or {}).get("train", {}).get("wall_seconds")
         rows.append((name, f"{protocol}-epoch training, s (projected: {how})", number(seconds, 1),
                      number(study_total, 1), _ratio(seconds, study_total),
-                     f"{number(ci[0], 1)}-{number(ci[1], 1)}" if ci else "-", stability))
+                     f"{number(ci[0], 1)}-{number(ci[1], 1)}" if ci else "-", stability, bound))
     return rows
 
 
@@ -46,7 +49,7 @@ def _inference_row(name: str, record: dict, published: dict | None, stability: s
     inference = record.get("inference") or {}  # none in a run stopped before its probe (cut at the deadline)
     mine, theirs = inference.get("mean_ms"), ((published or {}).get("inference") or {}).get("mean_ms")
     return (name, "inference, ms/image", number(mine), number(theirs), _ratio(mine, theirs),
-            spread(inference.get("interval_ms")), stability)
+            spread(inference.get("interval_ms")), stability, "-")
 
 
 def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: str) -> list[tuple]:
@@ -56,7 +59,7 @@ def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: s
     for row in record.get("rows", []):
         if row.get("status") != "ok":
             out.append((name, f"{row['model']} batch {row['per_device_batch']} x{row['devices']}", row.get("status"),
-                        "-", "-", "-", stability))
+                        "-", "-", "-", stability, "-"))
             continue
         match = next(((ref["machine"], r) for ref in reference if ref.get("task") == "synthetic"
                       for r in ref["rows"] if (r["model"], r["per_device_batch"], r["devices"], r["mode"])
@@ -66,7 +69,7 @@ def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: s
         out.append((name, f"{row['model']} batch {row['per_device_batch']} x{row['devices']}, images/s",
                     number(row["images_per_second"], 1),
                     f"{number(theirs, 1)} ({match[0]})" if theirs else "-",
-                    _ratio(row["images_per_second"], theirs), "-", stability))
+                    _ratio(row["images_per_second"], theirs), "-", stability, "-"))
     return out
 
 
@@ -75,7 +78,7 @@ def rows(steps: Sequence[tuple[str, dict | None, str]], reference: Sequence[dict
     out = []
     for name, record, reason in steps:
         if record is None:
-            out.append((name, "-", f"no result: {reason}", "-", "-", "-", "-"))
+            out.append((name, "-", f"no result: {reason}", "-", "-", "-", "-", "-"))
             continue
         stability = (record.get("stability") or {}).get("verdict", "not checked")
         if record.get("task") == "synthetic":
@@ -84,6 +87,18 @@ def rows(steps: Sequence[tuple[str, dict | None, str]], reference: Sequence[dict
         published = _published(reference, record)
         out += _training_rows(name, record, published, stability)
         out.append(_inference_row(name, record, published, stability))
+    return out
+
+
+def sizing_lines(steps: Sequence[tuple[str, dict | None, str]]) -> list[str]:
+    """Each trained step's sizing line; where its input bounds it, that a faster GPU would not train it faster."""
+    out = []
+    for name, record, _ in steps:
+        block = (record or {}).get("bound") or {}
+        if block.get("measured"):
+            slower = ("; bound by its input: a faster GPU would not train it faster"
+                      if bound_by(block) == "input" else "")
+            out.append(f"- {name}: {block['sizing']['line']}{slower}")
     return out
 
 

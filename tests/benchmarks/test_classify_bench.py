@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from l40sbench.classify.task import epoch_callback, make_forward
+from l40sbench.classify.probe import make_forward
+from l40sbench.classify.task import epoch_callback
 from l40sbench.core.timing import EpochClock
 from tests.benchmarks.conftest import (
     RATIO_BOUND,

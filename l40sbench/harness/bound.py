@@ -1,0 +1,117 @@
+"""Times a run's input pipeline alone and its training step alone, after its epochs, and judges what bounds it
+(core.bound): the record's `bound` block.
+
+The input alone: the run's own pipeline, built afresh, iterated for whole epochs (at least MIN_BATCHES
+batches) without the model, each epoch's start included as the run pays it, at the run's threads, and, where the suite sets its threads, at one thread and
+at all of the host's (the sizing line). The step alone: the run's own compiled step on one batch already
+placed, WARM_STEPS untimed, then as many steps as the input pass took batches, each synchronised. The trained
+weights are put back after, so the probe and the saved model are the training's.
+"""
+
+from __future__ import annotations
+
+from l40sbench.core import bound
+from l40sbench.core.intervals import describe
+from l40sbench.core.task import BoundParts
+from l40sbench.core.text import Log
+from l40sbench.core.timing import Stopwatch, Sync
+
+MIN_BATCHES = 4
+WARM_STEPS = 2
+
+
+def not_measured(why: str) -> dict:
+    return {"measured": False, "why": why}
+
+
+def steady_rate(train: dict, images_per_epoch: int, global_batch: int) -> tuple[float, str] | None:
+    """The run's steady images/s and where it comes from: the steady epochs' mean; in a one-epoch run whose
+    steps were timed, the median step after the first; else None."""
+    if train.get("steady_epoch_seconds"):
+        return images_per_epoch / train["steady_epoch_seconds"], "the steady epochs (2..N)"
+    steps = list(train.get("first_epoch_step_seconds") or ())[1:]
+    if steps:
+        median = sorted(steps)[len(steps) // 2]
+        return global_batch / median, "the first epoch's steps after its first (one epoch ran)"
+    return None
+
+
+def input_pass(parts: BoundParts, threads: int | None, count: int) -> tuple[float, dict, tuple[int, object]]:
+    """(images/s over whole epochs of the pipeline, at least `count` batches, each epoch's start included as the
+    run pays it every epoch; the per-batch images/s interval; a first (images, batch) for the step alone).
+    One batch of a first epoch is taken and the rest dropped: the first epoch's tracing is not an epoch's cost."""
+    epochs = parts.batches(threads)
+    warm = next(epochs)
+    first = next(warm)
+    for _ in warm:  # the epoch read to its end, untimed, so the next starts as a run's next epoch does
+        pass
+    watch = Stopwatch()
+    seconds: list[float] = []
+    images: list[int] = []
+    while len(seconds) < count:
+        watch.start()
+        for n, _batch in next(epochs):
+            seconds.append(watch.elapsed())
+            images.append(n)
+            watch.start()
+    return sum(images) / sum(seconds), describe([n / t for n, t in zip(images, seconds)]), first
+
+
+def step_pass(parts: BoundParts, batch, count: int, sync: Sync) -> tuple[float, dict]:
+    """(images/s of `count` steps on one placed batch, each synchronised; the per-step images/s interval)."""
+    n, placed = batch[0], parts.place(batch[1])
+    for _ in range(WARM_STEPS):
+        sync(parts.step(placed))
+    watch, seconds = Stopwatch(), []
+    for _ in range(count):
+        sync()
+        watch.start()
+        sync(parts.step(placed))
+        sync()
+        seconds.append(watch.elapsed())
+    return n * count / sum(seconds), describe([n / t for t in seconds])
+
+
+def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_batch: int, shared_cores: bool,
+            host_threads: int, sync: Sync, log: Log) -> dict:
+    """The `bound` block: the three rates with their intervals, the verdict, the sizing and what it cost."""
+    if isinstance(parts, str):
+        return not_measured(parts)
+    steady = steady_rate(train, images_per_epoch, global_batch)
+    if steady is None:
+        return not_measured("no epoch was timed")
+    total = Stopwatch()
+    total.start()
+    count = max(parts.batches_per_epoch, MIN_BATCHES)
+    log(f"bound: the input pipeline alone ({parts.input_path}), {count} batches"
+        + (f" at {', '.join(map(str, dict.fromkeys((parts.threads, 1, host_threads))))} thread(s)"
+           if parts.threads is not None else "")
+        + ", then the training step alone ...")
+    try:
+        rate, interval, first = input_pass(parts, None, count)  # the run's own pipeline, as it ran
+        by_threads = {}
+        if parts.threads is not None:
+            by_threads[parts.threads] = rate
+            for threads in (1, host_threads):
+                if threads not in by_threads:
+                    by_threads[threads] = input_pass(parts, threads, count)[0]
+        step_rate, step_interval = step_pass(parts, first, count, sync)
+    finally:
+        parts.restore()
+    rates = {"input_images_per_second": rate, "step_images_per_second": step_rate,
+             "steady_images_per_second": steady[0]}
+    per_core = by_threads.get(1)
+    all_threads = by_threads.get(host_threads, rate)
+    block = {
+        "measured": True, "input_path": parts.input_path, "input_threads": parts.threads,
+        "host_threads": host_threads, **rates,
+        "input_interval": interval, "step_interval": step_interval, "steady_from": steady[1],
+        "input_images_per_second_by_threads": {str(k): v for k, v in sorted(by_threads.items())},
+        "batches_timed": interval["n"], "steps_timed": count,
+        **bound.verdict(rate, step_rate, steady[0], shared_cores),
+        "sizing": bound.sizing(per_core, all_threads, host_threads, step_rate),
+        "rule": bound.RULE,
+    }
+    block["seconds"] = total.elapsed()
+    block["steady_epochs_of_time"] = block["seconds"] * steady[0] / images_per_epoch  # what --no-bound saves
+    return block

@@ -1,0 +1,185 @@
+"""What bounds a run: the verdict and sizing from given rates (CPU and GPU shapes), the harness's passes over
+stand-in parts, the tiny runs' blocks, and the input flags' bad values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from l40sbench.core import bound
+from l40sbench.core.task import BoundParts
+from l40sbench.harness import bound as harness_bound
+from tests.conftest import assert_one_line_exit_2, cli_in_process
+
+# GPU-shaped rates (images/s): an L40S fine-tuning xception fed by a few vCPUs, an H100 fed by a large host.
+L40S_STARVED = {"input_rate": 220.0, "step_rate": 1500.0, "steady_rate": 214.0}
+H100_FED = {"input_rate": 4800.0, "step_rate": 2100.0, "steady_rate": 2050.0}
+
+
+def test_an_accelerator_fed_too_slowly_is_input_bound_and_the_sizing_line_says_how_many_cores_would_feed_it():
+    said = bound.verdict(**L40S_STARVED, shared_cores=False)
+    assert said["verdict"] == "input" and said["expected_images_per_second"] == 220.0
+    sizing = bound.sizing(per_core_rate=55.0, all_threads_rate=220.0, host_threads=4, step_rate=1500.0)
+    assert sizing["cores_to_feed"] == 28  # 1500 / 55 = 27.3, rounded up
+    assert sizing["line"] == ("the input path feeds 55 images/s per core; the step takes 1,500 images/s: about 28 "
+                              "cores keep this device fed (this host has 4: 220 images/s on all of them)")
+
+
+def test_an_accelerator_fed_fast_enough_is_compute_bound_and_one_that_loses_its_overlap_says_how_much():
+    assert bound.verdict(**H100_FED, shared_cores=False)["verdict"] == "compute"
+    assert bound.sizing(1200.0, 4800.0, 4, 2100.0)["line"].endswith("about 2 cores keep this device fed")
+    assert bound.sizing(3000.0, 4800.0, 4, 2100.0)["line"].endswith("about 1 core keeps this device fed")
+    lost = bound.verdict(4800.0, 2100.0, 1400.0, shared_cores=False)
+    assert lost["verdict"] == "neither: overlap lost 33 %" and lost["slower_stage"] == "compute"
+
+
+def test_on_a_cpu_the_stages_share_the_cores_so_their_times_add_and_the_larger_share_bounds():
+    cached = bound.verdict(input_rate=5000.0, step_rate=160.0, steady_rate=150.0, shared_cores=True)
+    assert cached["verdict"] == "compute" and cached["expected_images_per_second"] == pytest.approx(155.04, abs=0.01)
+    generator = bound.verdict(input_rate=20.0, step_rate=160.0, steady_rate=17.5, shared_cores=True)
+    assert generator["verdict"] == "input" and generator["input_share_percent"] == pytest.approx(88.9, abs=0.1)
+    assert bound.verdict(20.0, 160.0, 9.0, True)["verdict"].startswith("neither: 49 % of the steady time")
+    with pytest.raises(ValueError, match="rates must be positive"):
+        bound.verdict(0.0, 160.0, 9.0, True)
+
+
+def test_a_path_whose_threads_the_suite_does_not_set_says_whether_this_host_feeds_the_device():
+    assert bound.sizing(None, 9000.0, 16, 2100.0)["line"].endswith("the input keeps this device fed")
+    assert bound.sizing(None, 900.0, 16, 2100.0)["line"].endswith("does not keep this device fed")
+    assert bound.sizing(None, 900.0, 16, 2100.0)["cores_to_feed"] is None
+
+
+class Parts:
+    """Stand-in parts: batches of plain numbers, a step that counts; restore() recorded."""
+
+    def __init__(self, batches_per_epoch=3, fail_step=False):
+        self.calls = {"steps": 0, "restored": 0, "threads": []}
+        self.fail_step = fail_step
+        self.batches_per_epoch = batches_per_epoch
+
+    def epochs(self, threads):
+        self.calls["threads"].append(threads)
+        while True:
+            yield ((4, [i] * 4) for i in range(self.batches_per_epoch))
+
+    def step(self, batch):
+        if self.fail_step:
+            raise RuntimeError("the step failed")
+        self.calls["steps"] += 1
+        return sum(batch)
+
+    def restore(self):
+        self.calls["restored"] += 1
+
+    def parts(self, threads):
+        return BoundParts(input_path="files", batches=self.epochs, place=list, step=self.step,
+                          batches_per_epoch=self.batches_per_epoch, threads=threads, restore=self.restore)
+
+
+TRAIN = {"steady_epoch_seconds": 0.5, "first_epoch_seconds": 2.0, "first_epoch_step_seconds": []}
+
+
+def measure(parts, train=TRAIN, host_threads=4, shared=True):
+    return harness_bound.measure(parts, train, images_per_epoch=12, global_batch=4, shared_cores=shared,
+                                 host_threads=host_threads, sync=lambda *_: None, log=lambda _: None)
+
+
+def test_the_harness_times_the_run_pipeline_then_one_thread_and_all_then_the_step_and_puts_the_weights_back():
+    stand_in = Parts(batches_per_epoch=3)
+    block = measure(stand_in.parts(threads=2))
+    assert block["measured"] and block["input_path"] == "files" and block["input_threads"] == 2
+    assert stand_in.calls["threads"] == [None, 1, 4]  # the run's own pipeline first, then the sizing passes
+    assert set(block["input_images_per_second_by_threads"]) == {"1", "2", "4"}
+    assert block["batches_timed"] >= harness_bound.MIN_BATCHES and block["steps_timed"] == 4
+    assert stand_in.calls["steps"] == 4 + harness_bound.WARM_STEPS and stand_in.calls["restored"] == 1
+    assert block["steady_images_per_second"] == 24.0 and block["steady_from"] == "the steady epochs (2..N)"
+    assert block["verdict"] in ("input", "compute") or block["verdict"].startswith("neither")
+    assert block["sizing"]["per_core_images_per_second"] == block["input_images_per_second_by_threads"]["1"]
+    assert block["rule"] == bound.RULE and block["seconds"] > 0 and block["steady_epochs_of_time"] > 0
+    assert len(bound.lines(block)) == 2 and bound.lines(block)[1].startswith("sizing: the input path feeds")
+
+
+def test_a_path_without_threads_is_timed_once_and_a_failing_step_still_puts_the_weights_back():
+    stand_in = Parts()
+    block = measure(stand_in.parts(threads=None))
+    assert stand_in.calls["threads"] == [None] and block["sizing"]["per_core_images_per_second"] is None
+    failing = Parts(fail_step=True)
+    with pytest.raises(RuntimeError, match="the step failed"):
+        measure(failing.parts(threads=None))
+    assert failing.calls["restored"] == 1
+
+
+def test_a_one_epoch_run_is_judged_on_its_steps_and_a_run_that_cannot_be_split_says_why():
+    one_epoch = {"steady_epoch_seconds": None, "first_epoch_seconds": 9.0, "first_epoch_step_seconds": [5, 1, 2, 1]}
+    assert harness_bound.steady_rate(one_epoch, 12, 4) == (4.0, "the first epoch's steps after its first "
+                                                                "(one epoch ran)")
+    assert measure(Parts().parts(None), train={"steady_epoch_seconds": None})["why"] == "no epoch was timed"
+    eight_gpus = measure("the step alone is timed on one device; this run trained on 8 replicas", shared=False)
+    assert eight_gpus == {"measured": False, "why": "the step alone is timed on one device; this run trained on "
+                                                    "8 replicas"}
+    assert bound.lines(eight_gpus) == ["bound: not measured (the step alone is timed on one device; this run "
+                                       "trained on 8 replicas)"]
+    assert bound.short(eight_gpus) == "-" and bound.short({"measured": True, "verdict": "neither: x"}) == "neither"
+
+
+def test_the_tiny_runs_record_what_bounds_them_and_print_it_in_two_lines(tiny_runs):
+    for name in ("vgg19", "vgg19-jax"):
+        block = json.loads((tiny_runs[name] / "result.json").read_text())["bound"]
+        assert block["measured"] and block["input_path"] == "cached" and block["input_threads"] is None, name
+        assert min(block["input_images_per_second"], block["step_images_per_second"],
+                   block["steady_images_per_second"]) > 0
+        assert block["shared_cores"] is True and block["steady_from"] == "the steady epochs (2..N)"
+    out = tiny_runs.output("vgg19").out
+    assert "bound by " in out and "(cached input): input alone" in out and "\nsizing: the input path feeds" in out
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--input-threads", "0"), "give 1 to"),
+    (("--input-threads", "-3"), "give 1 to"),
+    (("--input-threads", "many"), "not a whole number of threads"),
+    (("--input", "files", "--data", "tfds:mnist"), "a TFDS set has none"),
+    (("--input", "generator", "--devices", "2"), "--input generator feeds one device"),
+    (("--input", "disk"), "invalid choice"),
+])
+def test_bad_input_flags_are_one_line_and_exit_2_before_any_folder(tmp_path, args, fragment):
+    out = tmp_path / "run"
+    assert_one_line_exit_2(cli_in_process("classify", "--output-dir", out, *args), fragment)
+    assert not out.exists()
+
+
+def test_more_input_threads_than_four_per_core_is_refused_on_every_command(tmp_path):
+    from l40sbench.core.env import host_threads
+
+    too_many = str(4 * host_threads() + 1)
+    for command in ("classify", "detect"):
+        assert_one_line_exit_2(cli_in_process(command, "--input-threads", too_many, "--output-dir", tmp_path / "r"),
+                               f"{too_many} threads: give 1 to {4 * host_threads()}")
+    assert not (tmp_path / "r").exists()
+
+
+def test_gpu_shaped_records_give_the_study_and_the_report_their_bound_by_column_and_sizing(tiny_runs):
+    """An L40S its 16-thread host cannot feed (input at 0.4x the step) and an H100 whose host feeds it (2.5x)."""
+    from l40sbench.report.columns import TRAIN_COLUMNS, input_notes
+    from l40sbench.study import summary
+    from tests.gpu_records import H100, L40S, gpu_host
+
+    tiny = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    starved, fed = gpu_host(tiny, L40S, boards=1, input_over_step=0.4), gpu_host(tiny, H100, input_over_step=2.5)
+    assert starved["bound"]["verdict"] == "input" and fed["bound"]["verdict"] == "compute"
+    assert starved["bound"]["sizing"]["cores_to_feed"] == 40  # 16 threads feed 0.4 of the step: 16 / 0.4 cores
+    steps = [("classify-vgg19 L40S", starved, ""), ("classify-vgg19 H100", fed, "")]
+    rows = {row[0]: row for row in summary.rows(steps, []) if row[1].startswith("time per epoch")}
+    assert summary.HEAD[-1] == "bound by"
+    assert rows["classify-vgg19 L40S"][-1] == "input" and rows["classify-vgg19 H100"][-1] == "compute"
+    assert "(files input; the study did not state its own)" in rows["classify-vgg19 L40S"][1]
+    sizing = summary.sizing_lines(steps)
+    assert sizing[0].startswith("- classify-vgg19 L40S: the input path feeds") and sizing[0].endswith(
+        "about 40 cores keep this device fed (this host has 16: "
+        f"{starved['bound']['input_images_per_second']:,.0f} images/s on all of them); bound by its input: a faster "
+        "GPU would not train it faster")
+    assert not sizing[1].endswith("faster")
+    cells = {name: cell for name, cell in TRAIN_COLUMNS}
+    assert (cells["input"](starved), cells["bound by"](starved), cells["bound by"](fed)) == ("files", "input", "compute")
+    notes = input_notes([("L40S", starved), ("H100", fed)])
+    assert len(notes) == 2 and "vgg19 [L40S] is bound by its input, not its device: a faster GPU" in notes[0]
