@@ -183,3 +183,57 @@ def test_gpu_shaped_records_give_the_study_and_the_report_their_bound_by_column_
     assert (cells["input"](starved), cells["bound by"](starved), cells["bound by"](fed)) == ("files", "input", "compute")
     notes = input_notes([("L40S", starved), ("H100", fed)])
     assert len(notes) == 2 and "vgg19 [L40S] is bound by its input, not its device: a faster GPU" in notes[0]
+
+
+def test_classify_times_each_test_file_to_its_label_beside_the_models_call_and_prints_both(tiny_runs):
+    """The tiny run's probe: the model's call (the record's figure) and the file's way to a label in one rotation;
+    the stages' means in the record, one summary line."""
+    inference = json.loads((tiny_runs["vgg19"] / "result.json").read_text())["inference"]
+    stages = inference["stages_mean_ms"]
+    assert set(stages) == {"model", "decode", "resize", "file_to_label"} and min(stages.values()) > 0
+    assert stages["model"] == pytest.approx(inference["mean_ms"])
+    line = next(line for line in tiny_runs.output("vgg19").out.splitlines() if line.startswith("file to label: "))
+    assert f"the model's call alone: {stages['model']:.3f} ms" in line
+
+
+def _large_jpegs(root):
+    """A two-class set of 2400 x 1600 noise JPEGs (about 1 MB each: a costly decode), 4 train and 2 test a class."""
+    import cv2
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 4), ("test", 2)):
+        for name in ("cats", "dogs"):
+            folder = root / split / name
+            folder.mkdir(parents=True)
+            for i in range(count):
+                pixels = (rng.random((1600, 2400, 3)) * 255).astype(np.uint8)
+                cv2.imwrite(str(folder / f"{i}.jpg"), pixels, [cv2.IMWRITE_JPEG_QUALITY, 95])
+    return root
+
+
+@pytest.mark.long
+def test_on_this_cpu_the_cached_run_is_compute_bound_and_large_jpegs_through_one_generator_thread_input_bound(
+        tmp_path, capsys):
+    """The acceptance's two runs, real timing: vgg19 at 32 px from the cache (8 batches an epoch) bound by its
+    step; the same model fed 2400 x 1600 JPEGs by one Python worker (about 40 ms a decode against a step of
+    a few ms an image), bound by its input; each run's file-to-label time at least its model's call."""
+    from l40sbench import cli
+
+    common = ["classify", "--base", "vgg19", "--image-size", "32", "--batch-size", "4", "--weights", "none",
+              "--epochs", "4"]
+    runs = {"cached": [*common, "--limit", "32"],
+            "generator": [*common, "--data", _large_jpegs(tmp_path / "jpegs"), "--input", "generator",
+                          "--input-threads", "1"]}
+    for name, argv in runs.items():
+        out = tmp_path / name
+        assert cli.main([*map(str, argv), "--output-dir", str(out)]) == 0, capsys.readouterr().err
+        record = json.loads((out / "result.json").read_text())
+        block = record["bound"]
+        assert block["input_path"] == name
+        assert block["verdict"] == ("compute" if name == "cached" else "input"), (name, bound.lines(block))
+        stages = record["inference"]["stages_mean_ms"]
+        assert stages["file_to_label"] >= stages["model"], stages
+        printed = capsys.readouterr().out
+        assert f"bound by {block['verdict']} ({name} input)" in printed and "\nsizing: " in printed
+    assert block["input_threads"] == 1 and block["sizing"]["cores_to_feed"] > 1

@@ -162,3 +162,31 @@ def fresh_process_ramp(sizes: dict) -> dict:
             "cold_slow": figure([sum(c < RAMP_SLOW for c in cold)], "processes"),
             "warm_slow": figure([sum(w < RAMP_SLOW for w in warm)], "processes"),
             "warm_s": figure([START_WARM_SECONDS], "s")}
+
+
+def bound_cost(sizes: dict) -> dict:
+    """The same classify command with and without --no-bound, in turns: the bound block's own seconds, what it
+    adds to the command's wall time (the time to a verdict), and its verdict on this CPU for each input path."""
+    import tempfile
+    from pathlib import Path
+
+    out: dict = {"cost": [], "wall": [], "added": [], "epochs": []}
+    verdicts: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for index in range(sizes["rounds"]):
+            for path in sizes["inputs"]:
+                flags = [*sizes["flags"], "--input", path]
+                record, wall = _classify_run(flags, Path(scratch) / f"{path}-{index}", 0)
+                _, without = _classify_run([*flags, "--no-bound"], Path(scratch) / f"{path}-{index}-no", 0)
+                block = record["bound"]
+                verdicts.setdefault(path, []).append(block["verdict"].split(":")[0])
+                if path == sizes["inputs"][0]:
+                    out["cost"].append(block["seconds"])
+                    out["wall"].append(wall)
+                    out["added"].append(wall / without)
+                    out["epochs"].append(block["steady_epochs_of_time"])
+    figures = {name: figure(values, "x" if name == "added" else "s" if name != "epochs" else "epochs")
+               for name, values in out.items()}
+    for path, said in verdicts.items():
+        figures[f"{path}_compute"] = figure([float(v == "compute") for v in said], "runs")
+    return figures

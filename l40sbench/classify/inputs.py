@@ -23,18 +23,22 @@ from l40sbench.data.images import decode_rgb, resize_square
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainFiles:
-    """The train split's image files and labels, in the cache's order, without the files it could not read."""
+class SplitFiles:
+    """A split's image files and labels, in the cache's order (its arrays' rows), without those it could not
+    read."""
 
     paths: tuple[str, ...]
     labels: np.ndarray
 
 
-def train_files(layout: folders.Layout, skipped: tuple[str, ...]) -> TrainFiles:
+def split_files(layout: folders.Layout, skipped: tuple[str, ...]) -> dict[str, SplitFiles]:
     unreadable = set(skipped)
-    pairs = [(str(path), label) for label, name in enumerate(layout.classes)
-             for path in layout.files["train"][name] if str(path) not in unreadable]
-    return TrainFiles(tuple(p for p, _ in pairs), np.asarray([y for _, y in pairs], dtype=np.int32))
+    out = {}
+    for split in folders.SPLITS:
+        pairs = [(str(path), label) for label, name in enumerate(layout.classes)
+                 for path in layout.files[split][name] if str(path) not in unreadable]
+        out[split] = SplitFiles(tuple(p for p, _ in pairs), np.asarray([y for _, y in pairs], dtype=np.int32))
+    return out
 
 
 def threads_for(input_path: str, given: int | None) -> int | None:
@@ -55,7 +59,7 @@ def decode_file(path: str, image_size: int) -> np.ndarray:
     return resize_square(rgb, image_size)
 
 
-def files_dataset(files: TrainFiles, image_size: int, batch: int, threads: int, seed: int):
+def files_dataset(files: SplitFiles, image_size: int, batch: int, threads: int, seed: int):
     """tf.data: the files shuffled each epoch, decoded and resized `threads` at a time, batched, prefetched."""
     import tensorflow as tf
 
@@ -75,7 +79,7 @@ def files_dataset(files: TrainFiles, image_size: int, batch: int, threads: int, 
     return ds.with_options(options)
 
 
-def folder_batches(files: TrainFiles, image_size: int, batch: int, workers: int, seed: int):
+def folder_batches(files: SplitFiles, image_size: int, batch: int, workers: int, seed: int):
     """A keras.utils.PyDataset: batch i decoded in Python on demand, the order reshuffled each epoch."""
     import keras
 
@@ -98,14 +102,14 @@ def folder_batches(files: TrainFiles, image_size: int, batch: int, workers: int,
     return FolderBatches()
 
 
-def fit_input(input_path: str, images: folders.ImageSet, files: TrainFiles | None, image_size: int,
+def fit_input(input_path: str, images: folders.ImageSet, files: dict | None, image_size: int,
               batch: int, threads: int | None, seed: int) -> dict:
     """What model.fit takes for the path (x, y and fit's batching keywords)."""
     if input_path == "cached":
         return {"x": images.x["train"], "y": images.y["train"], "batch_size": batch, "shuffle": True}
     if input_path == "files":
-        return {"x": files_dataset(files, image_size, batch, threads, seed)}
-    return {"x": folder_batches(files, image_size, batch, threads, seed), "shuffle": False}
+        return {"x": files_dataset(files["train"], image_size, batch, threads, seed)}
+    return {"x": folder_batches(files["train"], image_size, batch, threads, seed), "shuffle": False}
 
 
 def adapter_epochs(given: dict, backend: str):

@@ -8,10 +8,12 @@ import numpy as np
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.core.results import InferenceResult
 from l40sbench.core.task import Probe
-from l40sbench.core.timing import probe_latency
+from l40sbench.core.timing import probe_interleaved
 from l40sbench.data import folders
 
 TEST_METRIC = "test_accuracy"
+MODEL_CALL = "model"  # the record's inference figure: the compiled call on a decoded, resized image
+FILE_TO_LABEL = "file_to_label"
 
 
 def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):
@@ -21,18 +23,49 @@ def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow")
     return load(backend).forward(model, image_size, xla)
 
 
-def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, sync) -> Probe:
-    """Latency of the test images one at a time, and the accuracy of those same predictions
-    (outputs: the stacked probabilities, None where no image was predicted)."""
+def file_stages(paths: tuple[str, ...], image_size: int, call) -> dict:
+    """The calls that time an image file's way to a label, by test index, in the order they run in a rotation:
+    read and decode (OpenCV, as the cache decodes), resize, and the whole way (read, decode, resize, the
+    model's call with its preprocessing inside, argmax) in one call."""
+    from pathlib import Path
+
+    from l40sbench.data.images import decode_rgb, resize_square
+
+    decoded: dict[int, np.ndarray] = {}
+
+    def decode(i: int) -> np.ndarray:
+        decoded[i] = decode_rgb(Path(paths[i]).read_bytes())
+        return decoded[i]
+
+    def resize(i: int) -> np.ndarray:
+        return resize_square(decoded.pop(i), image_size)
+
+    def file_to_label(i: int) -> int:
+        return int(np.argmax(call(resize_square(decode_rgb(Path(paths[i]).read_bytes()), image_size))))
+
+    return {"decode": decode, "resize": resize, FILE_TO_LABEL: file_to_label}
+
+
+def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, sync, files=None) -> Probe:
+    """Latency of the test images one at a time (the model's call on the decoded image: the record's figure),
+    and the accuracy of those same predictions (outputs: the stacked probabilities, None where no image was
+    predicted). Given the test split's files (inputs.SplitFiles), each image's file-to-label time and its
+    stages are timed in the same rotation (core.timing.probe_interleaved), as detect times its stages."""
     forward = make_forward(model, config.image_size, config.xla, config.backend)
     probabilities: list[np.ndarray] = []
+    test = images.x["test"]
 
-    def predict(image: np.ndarray) -> np.ndarray:
-        probabilities.append(forward(image))
+    def predict(i: int) -> np.ndarray:
+        probabilities.append(forward(test[i]))
         return probabilities[-1]  # on the host: the clock's sync has nothing to wait for
 
-    stats = probe_latency(predict, images.x["test"], warmup=config.warmup, sync=sync)
-    inference = InferenceResult.from_stats(stats, warmup=config.warmup, batch_size=1)
+    calls = {MODEL_CALL: predict}
+    if files is not None and len(files.paths) == len(test):
+        calls.update(file_stages(files.paths, config.image_size, forward))
+    stats = probe_interleaved(calls, range(len(test)), warmup=config.warmup, sync=sync)
+    stages = {name: stat.mean_ms for name, stat in stats.items()} if len(calls) > 1 else {}
+    inference = InferenceResult.from_stats(stats[MODEL_CALL], warmup=config.warmup, batch_size=1,
+                                           stages_mean_ms=stages)
     if not probabilities:
         return Probe(inference, {TEST_METRIC: None})
     stacked = np.stack(probabilities)

@@ -18,7 +18,7 @@ from l40sbench.classify import inputs, train_flops
 from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier, file_facts, file_scaling, spec_for
-from l40sbench.classify.probe import TEST_METRIC, measure_inference
+from l40sbench.classify.probe import MODEL_CALL, TEST_METRIC, measure_inference
 from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.core.results import DatasetInfo
 from l40sbench.core.task import Built, Data, Flops, Probe
@@ -47,7 +47,7 @@ def resolve_data(config: ClassifyConfig, log: Log) -> tuple[folders.Layout, str]
 def load_dataset(config: ClassifyConfig, image_size: int, log: Log,
                  files: list | None = None) -> tuple[folders.ImageSet, str]:
     """Both splits decoded at image_size (through the decoded cache), and the data's `source` label; a list
-    given as `files` receives the train split's files (inputs.TrainFiles) where the data is a folder."""
+    given as `files` receives each split's files (inputs.split_files) where the data is a folder."""
     if tfds_source.is_tfds(config.data):
         ref = tfds_source.TfdsRef.parse(config.data, config.tfds_data_dir, config.tfds_splits)
         return tfds_source.load_classification(ref, image_size, limit=config.limit, strict=config.strict,
@@ -56,7 +56,7 @@ def load_dataset(config: ClassifyConfig, image_size: int, log: Log,
     layout = layout.limited(config.limit)
     images = folders.load_images(layout, image_size, strict=config.strict, cache_dir=paths.cache_dir(), log=log)
     if files is not None:
-        files.append(inputs.train_files(layout, images.skipped_files))
+        files.append(inputs.split_files(layout, images.skipped_files))
     return images, source
 
 
@@ -131,7 +131,7 @@ def _train_convention(config: ClassifyConfig) -> tuple[int, str]:
 class ClassifyTask:
     name = "classify"
     keras3 = True
-    inference_call = None
+    inference_call = MODEL_CALL  # the interleaved probe's call on the decoded image (classify.probe)
 
     def check(self, config: ClassifyConfig) -> ClassifyConfig:
         image_size = resolve_image_size(config)
@@ -222,7 +222,7 @@ class ClassifyTask:
 
     def probe(self, built: Built, data: Data, sync, log: Log) -> Probe:
         log(f"inference: {data.info.test_images} test images one at a time, first {built.config.warmup} excluded ...")
-        return measure_inference(built.model, data.splits, built.config, sync)
+        return measure_inference(built.model, data.splits, built.config, sync, (data.feed or {}).get("test"))
 
     def flops(self, built: Built, probe: Probe) -> Flops:
         from l40sbench.backends import load
@@ -275,11 +275,12 @@ class ClassifyTask:
         from l40sbench.backends.tf_device import device_sync
 
         config = ClassifyConfig.from_record(record["config"])
-        images, _ = load_dataset(config, config.image_size, log)
+        files: list = []
+        images, _ = load_dataset(config, config.image_size, log, files)
         log(f"loading {model_file} ...")
         model = keras.saving.load_model(model_file)
         log(f"tf (reference): {len(images.y['test'])} test images one at a time, first {config.warmup} excluded ...")
-        probe = measure_inference(model, images, config, device_sync())
+        probe = measure_inference(model, images, config, device_sync(), files[0]["test"] if files else None)
         if probe.outputs is None:
             raise UserError("the run's test split is empty: nothing to time")
         return self._rows(model, images, probe, model_file, config)

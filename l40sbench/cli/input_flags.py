@@ -36,5 +36,5 @@ def add(p, inputs: tuple[str, ...] = ()) -> None:
                         "this process may use; generator, 1); the bound block also times 1 and all")
     p.add_argument("--no-bound", dest="bound", action="store_false",
                    help="leave out the input-alone and step-alone passes after training (about one epoch's time "
-                        "more) that say whether the host's input or the device's compute bounds the run")
+                        "more) that say whether the host's input or the device's compute bounds the run (default: they run)")
 

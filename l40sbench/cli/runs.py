@@ -103,6 +103,8 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     print(tables.training_table([result]))
     print()
     print(tables.inference_table([result]))
+    if tables.file_to_label_line(result):
+        print(tables.file_to_label_line(result))
     print()
     runtimes = tables.runtime_table(result)
     if runtimes:

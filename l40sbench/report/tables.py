@@ -271,3 +271,14 @@ def scaling_cells(records: Sequence[dict]) -> list[tuple]:
 def scaling_table(records: Sequence[dict]) -> str:
     notes = sorted({r["scaling"]["note"] for r in records if r["scaling"].get("note")})
     return "\n".join([format_table(SCALING_HEADERS, scaling_cells(records)), *notes])
+
+
+def file_to_label_line(result: dict) -> str:
+    """classify's way from an image file to its label beside the model's call alone (its stages' means), or ""
+    where the run timed none (a TFDS set has no files)."""
+    stages = (result.get("inference") or {}).get("stages_mean_ms") or {}
+    if "file_to_label" not in stages:
+        return ""
+    return (f"file to label: {stages['file_to_label']:.3f} ms an image (read and decode {stages['decode']:.3f}, "
+            f"resize {stages['resize']:.3f}, then the model's call with its preprocessing, and argmax); the model's "
+            f"call alone: {stages['model']:.3f} ms (the figure above)")
