@@ -194,6 +194,12 @@ def test_classify_times_each_test_file_to_its_label_beside_the_models_call_and_p
     assert stages["model"] == pytest.approx(inference["mean_ms"])
     line = next(line for line in tiny_runs.output("vgg19").out.splitlines() if line.startswith("file to label: "))
     assert f"the model's call alone: {stages['model']:.3f} ms" in line
+    rows = [row for row in inference["runtimes"] if row["status"] == "ok"]
+    assert len(rows) >= 2  # tf and savedmodel at least; every installed runtime where it exported
+    for row in rows:  # every runtime's child timed the files' way to a label in its probe's rotation
+        assert set(row["inference"]["stages_mean_ms"]) == set(stages), row["runtime"]
+        assert row["inference"]["stages_mean_ms"]["model"] == pytest.approx(row["inference"]["mean_ms"])
+    assert "| file to label ms" in tiny_runs.output("vgg19").out
 
 
 def _large_jpegs(root):
@@ -213,27 +219,38 @@ def _large_jpegs(root):
 
 
 @pytest.mark.long
+@pytest.mark.serial
 def test_on_this_cpu_the_cached_run_is_compute_bound_and_large_jpegs_through_one_generator_thread_input_bound(
         tmp_path, capsys):
-    """The acceptance's two runs, real timing: vgg19 at 32 px from the cache (8 batches an epoch) bound by its
+    """The acceptance's two runs, real timing, alone: vgg19 at 32 px from the cache (16 batches an epoch; with 8,
+    a fit epoch's own overheads read as a share of neither stage) bound by its
     step; the same model fed 2400 x 1600 JPEGs by one Python worker (about 40 ms a decode against a step of
-    a few ms an image), bound by its input; each run's file-to-label time at least its model's call."""
+    a few ms an image), bound by its input (the verdict, where the run's steady epochs held within 1.25x: the
+    steady rate and the passes are taken at different moments, and this host slows by half for a minute now
+    and then; the slower stage always); each run's file-to-label time at least its model's call, on every
+    runtime of the second (a 1 MB JPEG's decode alone outlasts vgg19 at 32 px)."""
     from l40sbench import cli
 
     common = ["classify", "--base", "vgg19", "--image-size", "32", "--batch-size", "4", "--weights", "none",
               "--epochs", "4"]
-    runs = {"cached": [*common, "--limit", "32"],
+    runs = {"cached": [*common, "--limit", "64"],
             "generator": [*common, "--data", _large_jpegs(tmp_path / "jpegs"), "--input", "generator",
-                          "--input-threads", "1"]}
+                          "--input-threads", "1", "--runtimes", "all"]}
     for name, argv in runs.items():
         out = tmp_path / name
         assert cli.main([*map(str, argv), "--output-dir", str(out)]) == 0, capsys.readouterr().err
         record = json.loads((out / "result.json").read_text())
         block = record["bound"]
         assert block["input_path"] == name
-        assert block["verdict"] == ("compute" if name == "cached" else "input"), (name, bound.lines(block))
-        stages = record["inference"]["stages_mean_ms"]
-        assert stages["file_to_label"] >= stages["model"], stages
+        expected = "compute" if name == "cached" else "input"
+        assert block["slower_stage"] == expected, (name, bound.lines(block))  # 20x apart: no host moves that
+        steady = record["train"]["epoch_seconds"][1:]
+        held = max(steady) / min(steady) < 1.25  # this host halves its speed for a minute now and then
+        assert block["verdict"] == expected or not held, (name, bound.lines(block), steady)
+        timed = [r for r in record["inference"]["runtimes"] if (r.get("inference") or {}).get("mean_ms")]
+        for row in [record, *timed]:  # tf's probe, then every runtime's row that timed
+            stages = row["inference"]["stages_mean_ms"]
+            assert stages["file_to_label"] >= stages["model"], (row.get("runtime"), stages)
         printed = capsys.readouterr().out
         assert f"bound by {block['verdict']} ({name} input)" in printed and "\nsizing: " in printed
     assert block["input_threads"] == 1 and block["sizing"]["cores_to_feed"] > 1

@@ -357,7 +357,7 @@ def test_tf_on_a_gpu_is_timed_again_with_the_gpus_hidden_as_the_cpu_rows_referen
 
     hidden = []
 
-    def timed(runtime, *args, env=None):
+    def timed(runtime, *args, env=None, **_):
         hidden.append((runtime, (env or {}).get("CUDA_VISIBLE_DEVICES")))
         return {"precision": "fp32", "version": "2", "threads": 2, "load_seconds": 0.1, "device": "CPU",
                 "inference": None, "settings": {"threads": 2}}, {}, ""

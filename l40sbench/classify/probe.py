@@ -10,10 +10,10 @@ from l40sbench.core.results import InferenceResult
 from l40sbench.core.task import Probe
 from l40sbench.core.timing import probe_interleaved
 from l40sbench.data import folders
+from l40sbench.data.images import file_stages
 
 TEST_METRIC = "test_accuracy"
 MODEL_CALL = "model"  # the record's inference figure: the compiled call on a decoded, resized image
-FILE_TO_LABEL = "file_to_label"
 
 
 def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):
@@ -21,29 +21,6 @@ def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow")
     from l40sbench.backends import load
 
     return load(backend).forward(model, image_size, xla)
-
-
-def file_stages(paths: tuple[str, ...], image_size: int, call) -> dict:
-    """The calls that time an image file's way to a label, by test index, in the order they run in a rotation:
-    read and decode (OpenCV, as the cache decodes), resize, and the whole way (read, decode, resize, the
-    model's call with its preprocessing inside, argmax) in one call."""
-    from pathlib import Path
-
-    from l40sbench.data.images import decode_rgb, resize_square
-
-    decoded: dict[int, np.ndarray] = {}
-
-    def decode(i: int) -> np.ndarray:
-        decoded[i] = decode_rgb(Path(paths[i]).read_bytes())
-        return decoded[i]
-
-    def resize(i: int) -> np.ndarray:
-        return resize_square(decoded.pop(i), image_size)
-
-    def file_to_label(i: int) -> int:
-        return int(np.argmax(call(resize_square(decode_rgb(Path(paths[i]).read_bytes()), image_size))))
-
-    return {"decode": decode, "resize": resize, FILE_TO_LABEL: file_to_label}
 
 
 def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, sync, files=None) -> Probe:
@@ -61,7 +38,7 @@ def measure_inference(model, images: folders.ImageSet, config: ClassifyConfig, s
 
     calls = {MODEL_CALL: predict}
     if files is not None and len(files.paths) == len(test):
-        calls.update(file_stages(files.paths, config.image_size, forward))
+        calls.update(file_stages(files.paths, config.image_size, forward, lambda out: int(np.argmax(out))))
     stats = probe_interleaved(calls, range(len(test)), warmup=config.warmup, sync=sync)
     stages = {name: stat.mean_ms for name, stat in stats.items()} if len(calls) > 1 else {}
     inference = InferenceResult.from_stats(stats[MODEL_CALL], warmup=config.warmup, batch_size=1,

@@ -66,7 +66,7 @@ def answers(tf_probabilities: np.ndarray, labels: np.ndarray | None) -> Answers:
 
 
 def workload(model, test_images: np.ndarray, labels: np.ndarray | None, tf_probabilities: np.ndarray, warmup: int,
-             trained_precision: str) -> Workload:
+             trained_precision: str, files: tuple[str, ...] = ()) -> Workload:
     return Workload(
         images=[image[None] for image in test_images],
         export=lambda runtime, precision, folder: export_keras(model, runtime, precision, folder),
@@ -75,6 +75,7 @@ def workload(model, test_images: np.ndarray, labels: np.ndarray | None, tf_proba
         mismatch=lambda accuracy, tf: (labels is not None
                                        and accuracy["test_accuracy"] < tf["test_accuracy"] - ACCURACY_BOUND),
         warmup=warmup, trained_precision=trained_precision, answers=answers(tf_probabilities, labels),
+        files=files, image_size=int(test_images.shape[1]) if files else None,
     )
 
 

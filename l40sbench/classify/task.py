@@ -247,15 +247,16 @@ class ClassifyTask:
         model_file = config.output_dir / cl_runtimes.MODEL_FILE
         log(f"saving the fine-tuned model to {model_file} (for `infer` and the other runtimes) ...")
         built.model.save(model_file)
-        return self._rows(built.model, data.splits, probe, model_file, config)
+        return self._rows(built.model, data.splits, probe, model_file, config, (data.feed or {}).get("test"))
 
-    def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig):
+    def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig,
+              files=None):
 
         labels, _ = cl_runtimes.labels_for(probe.outputs, images.y["test"], len(images.classes))  # a given model's may not be
         reference = cl_runtimes.reference_row(probe.inference, probe.outputs, labels, model_file, config.precision,
                                               config.xla)
         return reference, cl_runtimes.workload(model, images.x["test"], labels, probe.outputs, config.warmup,
-                                               config.precision)
+                                               config.precision, files.paths if files is not None else ())
 
     def model_path(self, run_dir: Path, record: dict) -> Path:
         path = run_dir / cl_runtimes.MODEL_FILE
@@ -283,7 +284,7 @@ class ClassifyTask:
         probe = measure_inference(model, images, config, device_sync(), files[0]["test"] if files else None)
         if probe.outputs is None:
             raise UserError("the run's test split is empty: nothing to time")
-        return self._rows(model, images, probe, model_file, config)
+        return self._rows(model, images, probe, model_file, config, files[0]["test"] if files else None)
 
     def check_scenarios(self, load, record: dict) -> None:
         pass

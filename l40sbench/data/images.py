@@ -41,3 +41,25 @@ def resize_square(rgb: np.ndarray, size: int) -> np.ndarray:
     shrinking = rgb.shape[0] > size or rgb.shape[1] > size
     interpolation = cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
     return cv2.resize(rgb, (size, size), interpolation=interpolation)
+
+
+FILE_TO_LABEL = "file_to_label"
+
+
+def file_stages(paths, image_size: int, call, label) -> dict:
+    """The calls that time an image file's way to a label, by index, in the order they run in a rotation: read
+    and decode (as the cache decodes), resize, and the whole way (read, decode, resize, `call` on the image,
+    `label` of its output) in one call. `call` takes an H x W x 3 uint8 image; `label` its output -> a class."""
+    decoded: dict = {}
+
+    def decode(i: int):
+        decoded[i] = decode_rgb(Path(paths[i]).read_bytes())
+        return decoded[i]
+
+    def resize(i: int):
+        return resize_square(decoded.pop(i), image_size)
+
+    def file_to_label(i: int) -> int:
+        return label(call(resize_square(decode_rgb(Path(paths[i]).read_bytes()), image_size)))
+
+    return {"decode": decode, "resize": resize, FILE_TO_LABEL: file_to_label}

@@ -243,7 +243,11 @@ def runtime_cells(result: dict) -> tuple[tuple[str, ...], list[tuple], list[str]
                       "-" if speedup is None else f"{speedup:.2f}x", accuracy, agreement))
     accuracy_name = "mAP .5:.95 / .5" if result["task"] == "detect" else "test acc"
     reasons = [f"{r['runtime']}: {r['reason']}" for r in rows if r.get("reason")]
-    return (*RUNTIME_HEADERS[:-1], f"vs {named}", accuracy_name, f"agreement with {named}"), lines, reasons
+    headers = (*RUNTIME_HEADERS[:-1], f"vs {named}", accuracy_name, f"agreement with {named}")
+    files = [((r.get("inference") or {}).get("stages_mean_ms") or {}).get("file_to_label") for r in rows]
+    if any(files):  # classify's rows also timed each file's way to a label (its read, decode and resize)
+        return (*headers, "file to label ms"), [(*line, number(f)) for line, f in zip(lines, files)], reasons
+    return headers, lines, reasons
 
 
 def runtime_table(result: dict) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.core.records import to_json, write_atomic
-from l40sbench.core.timing import probe_latency
+from l40sbench.core.timing import probe_interleaved
 
 
 def write_images(path: Path, images: list) -> None:
@@ -44,11 +44,20 @@ def run(request: dict) -> dict:
     load_seconds = time.perf_counter() - started
     images = read_images(Path(request["inputs"]))
     outputs: list[dict] = []
-    stats = probe_latency(lambda image: outputs.append(loaded.call(image)), images, warmup=request["warmup"])
+    calls = {"model": lambda i: outputs.append(loaded.call(images[i]))}
+    files = request.get("files") or ()
+    if len(files) == len(images):  # the file's way to a label, in the same rotation as the tf probe's
+        from l40sbench.data.images import file_stages
+
+        calls.update(file_stages(files, request["image_size"], lambda image: loaded.call(image[None]),
+                                 lambda out: int(np.argmax(next(iter(out.values()))))))
+    timed = probe_interleaved(calls, range(len(images)), warmup=request["warmup"])
+    stats = timed["model"]
     np.savez(request["outputs"], **stack_outputs(outputs))
     return {"stats": dataclasses.asdict(stats), "precision": loaded.precision, "threads": loaded.threads,
             "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds,
-            "device": loaded.device}
+            "device": loaded.device,
+            "stages_mean_ms": {name: s.mean_ms for name, s in timed.items()} if len(calls) > 1 else {}}
 
 
 def main(argv: list[str]) -> int:

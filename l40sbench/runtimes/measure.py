@@ -43,6 +43,8 @@ class Workload:
       answers: what LoadGen's responses are (MLPerf's format) and how the suite scores a log of them.
       library: () -> LoadGen's query sample library, where it is not `images` (a detector's: every image at one
         size), made only when LoadGen runs; library_note says how it was made.
+      files, image_size: each image's file and the size it is resized to, where each row also times the file's
+        way to a label (data.images.file_stages) in the rotation of its probe.
     """
 
     images: list
@@ -54,6 +56,8 @@ class Workload:
     answers: Answers | None = None
     library: Callable[[], list] | None = None
     library_note: str = "the test images as the runtime rows take them"
+    files: tuple[str, ...] = ()  # the images' files, in order, where the task times file to label (classify)
+    image_size: int | None = None  # the size a file is resized to on its way to a label
 
 
 def crash_reason(runtime: str, outcome: child.Outcome, timeout_s: float = CHILD_TIMEOUT_S) -> str:
@@ -97,7 +101,8 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     log(f"runtime {runtime}: exported in {artifact.export_seconds:.1f} s ({artifact.size_mb:.1f} MB); timing "
         f"{len(workload.images)} images one at a time in a child process, first {workload.warmup} excluded ...")
     timing, outputs, failure = _time_in_child(runtime, str(artifact.path), artifact.precision, precision,
-                                              workload.warmup, folder, inputs)
+                                              workload.warmup, folder, inputs, files=workload.files,
+                                              image_size=workload.image_size)
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
     try:
@@ -118,13 +123,15 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
 
 
 def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: str, warmup: int, folder: Path,
-                   inputs: Path, env: dict | None = None) -> tuple[dict | None, dict | None, str]:
+                   inputs: Path, env: dict | None = None, files: tuple[str, ...] = (),
+                   image_size: int | None = None) -> tuple[dict | None, dict | None, str]:
     """(the child's timing, its outputs, "") for one runtime timed in a child, the timing's `inference` an
     InferenceResult of its stats; (None, None, why) if it failed."""
     folder.mkdir(parents=True, exist_ok=True)
     request = {"runtime": runtime, "artifact": artifact, "file_precision": file_precision, "precision": precision,
                "threads": threads(), "inputs": str(inputs), "outputs": str(folder / "outputs.npz"),
-               "result": str(folder / "timing.json"), "warmup": warmup}
+               "result": str(folder / "timing.json"), "warmup": warmup, "files": list(files),
+               "image_size": image_size}
     (folder / "request.json").write_text(json.dumps(request, indent=2))
     outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
                         timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None, env=env)
@@ -134,7 +141,9 @@ def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: 
         outputs = {name: archive[name] for name in archive.files}
     timing = json.loads((folder / "timing.json").read_text())
     stats = LatencyStats(**{**timing["stats"], "times_ms": tuple(timing["stats"]["times_ms"])})
-    return {**timing, "inference": InferenceResult.from_stats(stats, warmup=warmup, batch_size=1)}, outputs, ""
+    return {**timing, "inference": InferenceResult.from_stats(stats, warmup=warmup, batch_size=1,
+                                                              stages_mean_ms=timing.get("stages_mean_ms") or {})}, \
+        outputs, ""
 
 
 def _timed(timing: dict) -> dict:
