@@ -72,9 +72,10 @@ class Parts:
     def restore(self):
         self.calls["restored"] += 1
 
-    def parts(self, threads):
-        return BoundParts(input_path="files", batches=self.epochs, place=list, step=self.step,
-                          batches_per_epoch=self.batches_per_epoch, threads=threads, restore=self.restore)
+    def parts(self, threads, several=""):
+        return BoundParts(input_path="files", batches=self.epochs, place=None if several else list,
+                          step=None if several else self.step, batches_per_epoch=self.batches_per_epoch,
+                          threads=threads, restore=self.restore, step_why=several)
 
 
 TRAIN = {"steady_epoch_seconds": 0.5, "first_epoch_seconds": 2.0, "first_epoch_step_seconds": []}
@@ -115,12 +116,10 @@ def test_a_one_epoch_run_is_judged_on_its_steps_and_a_run_that_cannot_be_split_s
     assert harness_bound.steady_rate(one_epoch, 12, 4) == (4.0, "the first epoch's steps after its first "
                                                                 "(one epoch ran)")
     assert measure(Parts().parts(None), train={"steady_epoch_seconds": None})["why"] == "no epoch was timed"
-    eight_gpus = measure("the step alone is timed on one device; this run trained on 8 replicas", shared=False)
-    assert eight_gpus == {"measured": False, "why": "the step alone is timed on one device; this run trained on "
-                                                    "8 replicas"}
-    assert bound.lines(eight_gpus) == ["bound: not measured (the step alone is timed on one device; this run "
-                                       "trained on 8 replicas)"]
-    assert bound.short(eight_gpus) == "-" and bound.short({"measured": True, "verdict": "neither: x"}) == "neither"
+    refused = measure("a task that cannot time its input apart")
+    assert refused == {"measured": False, "why": "a task that cannot time its input apart"}
+    assert bound.lines(refused) == ["bound: not measured (a task that cannot time its input apart)"]
+    assert bound.short(refused) == "-" and bound.short({"measured": True, "verdict": "neither: x"}) == "neither"
 
 
 def test_the_tiny_runs_record_what_bounds_them_and_print_it_in_two_lines(tiny_runs):
@@ -254,3 +253,41 @@ def test_on_this_cpu_the_cached_run_is_compute_bound_and_large_jpegs_through_one
         printed = capsys.readouterr().out
         assert f"bound by {block['verdict']} ({name} input)" in printed and "\nsizing: " in printed
     assert block["input_threads"] == 1 and block["sizing"]["cores_to_feed"] > 1
+
+
+def test_eight_gpus_stepping_together_are_judged_on_their_input_alone_and_the_step_it_implies():
+    """Replicas that step together cannot be timed one batch alone: the step's rate is inferred from the input
+    alone and the steady rate (an accelerator: the run goes at its slower stage; shared cores: times add)."""
+    assert bound.inferred_step(3000.0, 1200.0, shared_cores=False) == 1200.0  # clearly below the input: the step
+    assert bound.inferred_step(3000.0, 2900.0, shared_cores=False) is None  # at the input's rate: input-bound
+    assert bound.inferred_step(300.0, 100.0, shared_cores=True) == pytest.approx(150.0)  # 1/100 - 1/300
+    said = bound.verdict_without_step(3000.0, 1200.0, shared_cores=False)
+    assert said["verdict"] == "compute" and said["step_inferred"] is True
+    starved = bound.verdict_without_step(3000.0, 2900.0, shared_cores=False)
+    assert starved["verdict"] == "input" and starved["input_share_percent"] is None
+    stand_in = Parts()
+    block = measure(stand_in.parts(threads=4, several="8 replicas step together under MirroredStrategy"),
+                    shared=False)
+    assert block["steps_timed"] == 0 and stand_in.calls["steps"] == 0 and stand_in.calls["restored"] == 1
+    assert block["step_from"] == ("inferred from the input alone and the steady rate (8 replicas step together "
+                                  "under MirroredStrategy)")
+    assert block["verdict"] in ("input", "compute") and block["step_inferred"]
+    assert "step not timed alone" in bound.lines(block)[0] or " inferred, steady" in bound.lines(block)[0]
+
+
+def test_compare_sets_a_runs_epochs_only_beside_a_run_of_the_same_input_path(tiny_runs):
+    """A cached run's epochs and a files run's are not one figure; the study, whose path is not stated, matches
+    either."""
+    from l40sbench import reference
+    from l40sbench.report import compare
+
+    cached = json.loads((tiny_runs["vgg19"] / "result.json").read_text())
+    files = {**cached, "config": {**cached["config"], "input": "files"},
+             "bound": {**cached["bound"], "input_path": "files"}}
+    result = compare.compare([cached], [files])
+    assert result.only_baseline == ("classify vgg19 batch 4 devices 1 precision fp32 image size 32 backend tensorflow",)
+    assert result.only_new == ("classify vgg19 batch 4 devices 1 precision fp32 image size 32 backend tensorflow "
+                               "input files",)
+    for mine in (cached, files):
+        study = compare.compare(reference.load("l40s"), [{**mine, "config": {**mine["config"], "batch_size": 16}}])
+        assert any(r.line.startswith("classify vgg19") and r.figure == "epoch s (wall / epochs)" for r in study.rows)

@@ -70,6 +70,8 @@ def test_a_keras_file_is_timed_on_each_runtime_untrained_and_they_agree(files, t
         assert row["accuracy"]["max_abs_diff_vs_tf"] < 1e-4 and row["accuracy"]["agreement_with_tf"] >= 0.75
         assert row["accuracy"]["test_accuracy"] is not None
         assert row["inference"]["images_timed"] == 7  # 8 test images, the first excluded
+        # each image file's way to a label, timed beside the model's call on every runtime
+        assert set(row["inference"]["stages_mean_ms"]) == {"model", "decode", "resize", "file_to_label"}, row
     assert record["utilisation"]["forward_gflops_per_image"] > 0
     # the guard's bursts before and after the reference's probe, as compare reads a machine from them
     assert [b["moment"] for b in record["stability"]["speed"]["bursts"]] == ["start", "after the probe"]

@@ -129,9 +129,11 @@ def adapter_epochs(given: dict, backend: str):
 
 
 def bound_parts(model, input_path: str, make_input, backend: str, batches_per_epoch: int,
-                threads: int | None) -> BoundParts:
+                threads: int | None, several: str = "") -> BoundParts:
     """The run's pipeline afresh at N threads (make_input(threads) -> fit's input), and its compiled step:
-    Keras' train_on_batch, the train function fit ran, on one batch converted to the device's tensors."""
+    Keras' train_on_batch, the train function fit ran, on one batch converted to the device's tensors. With
+    `several` (why: replicas that step together) the step is not timed alone: train_on_batch would hand each
+    replica the whole batch."""
     import keras
 
     weights = [np.array(v) for v in model.weights]
@@ -151,5 +153,5 @@ def bound_parts(model, input_path: str, make_input, backend: str, batches_per_ep
 
     return BoundParts(input_path=input_path,
                       batches=lambda n: adapter_epochs(make_input(threads if n is None else n), backend),
-                      place=place, step=step, batches_per_epoch=batches_per_epoch, threads=threads,
-                      restore=restore)
+                      place=None if several else place, step=None if several else step,
+                      batches_per_epoch=batches_per_epoch, threads=threads, restore=restore, step_why=several)

@@ -207,15 +207,13 @@ class ClassifyTask:
                                 built.devices["global_batch"], threads, config.seed)
 
     def bound_parts(self, built: Built, data: Data):
-        placement = built.state
-        if placement.strategy is not None:
-            return (f"the step alone is timed on one device; this run trained on {placement.replicas} replicas "
-                    f"({placement.facts['strategy']})")
-        config = built.config
+        placement, config = built.state, built.config
+        several = (f"{placement.replicas} replicas step together under {placement.facts['strategy']}"
+                   if placement.strategy is not None else "")
         threads = inputs.threads_for(config.input, config.input_threads)
         steps = -(-data.info.train_images // built.devices["global_batch"])
         return inputs.bound_parts(built.model, config.input, lambda n: self._fit_input(built, data, n),
-                                  config.backend, steps, threads)
+                                  config.backend, steps, threads, several)
 
     def after_training(self, built: Built, train: dict, log: Log) -> None:
         pass

@@ -61,6 +61,32 @@ def verdict(input_rate: float, step_rate: float, steady_rate: float, shared_core
             "shared_cores": shared_cores}
 
 
+def inferred_step(input_rate: float, steady_rate: float, shared_cores: bool) -> float | None:
+    """The step's rate that the input alone and the steady rate imply, where the step could not be timed alone
+    (several replicas step together): on shared cores the times add, 1/step = 1/steady - 1/input (None where the
+    run was not slower than its input alone); on an accelerator the run goes at its slower stage, so the step's
+    rate is the steady rate where the run is clearly slower than its input (None where it went at its input's
+    rate: the step is at least that fast).
+
+    >>> inferred_step(400.0, 100.0, True), inferred_step(400.0, 100.0, False), inferred_step(400.0, 390.0, False)
+    (133.33333333333334, 100.0, None)
+    """
+    if shared_cores:
+        return 1.0 / (1.0 / steady_rate - 1.0 / input_rate) if steady_rate < input_rate else None
+    return steady_rate if steady_rate < (1.0 - TOLERANCE) * input_rate else None
+
+
+def verdict_without_step(input_rate: float, steady_rate: float, shared_cores: bool) -> dict:
+    """verdict() where the step was not timed alone: on the step inferred_step implies (a run that went at its
+    input's rate is bound by it). Without the step's own rate, `neither` cannot be told from the slower stage."""
+    step = inferred_step(input_rate, steady_rate, shared_cores)
+    if step is not None:
+        return {**verdict(input_rate, step, steady_rate, shared_cores), "step_inferred": True}
+    return {"expected_images_per_second": input_rate, "input_share_percent": None,
+            "steady_over_expected": steady_rate / input_rate, "slower_stage": "input", "verdict": "input",
+            "shared_cores": shared_cores, "step_inferred": True}
+
+
 def sizing(per_core_rate: float | None, all_threads_rate: float, host_threads: int, step_rate: float) -> dict:
     """How many host cores keep the device fed: the step's rate over the input's rate on one core (rounded up).
     Without a per-core rate (a path whose threads the suite does not set), whether this host's rate does.
@@ -88,8 +114,11 @@ def lines(block: dict | None) -> list[str]:
         return []
     if not block.get("measured"):
         return [f"bound: not measured ({block.get('why', '')})"]
+    step = block["step_images_per_second"]
+    said = (f"step alone {step:,.1f}" if not block.get("step_inferred") else
+            f"step {step:,.1f} inferred" if step else "step not timed alone")
     return [f"bound by {block['verdict']} ({block['input_path']} input): input alone "
-            f"{block['input_images_per_second']:,.1f} images/s, step alone {block['step_images_per_second']:,.1f}, "
+            f"{block['input_images_per_second']:,.1f} images/s, {said}, "
             f"steady {block['steady_images_per_second']:,.1f} (expected {block['expected_images_per_second']:,.1f}"
             + (", the two share the CPU's cores)" if block["shared_cores"] else ")"),
             f"sizing: {block['sizing']['line']}"]

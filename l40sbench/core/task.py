@@ -85,11 +85,12 @@ class BoundParts:
     # the pipeline at N threads (None: the run's), made once as the run made it: its epochs one after another,
     # each an iterator of (images, batch)
     batches: Callable[[int | None], Iterator[Iterator[tuple[int, Any]]]]
-    place: Callable[[Any], Any]  # a batch as the step takes it, on the device, before any clock starts
-    step: Callable[[Any], Any]  # one training step (the run's own compiled step) on a placed batch
+    place: Callable[[Any], Any] | None  # a batch as the step takes it, on the device, before any clock starts
+    step: Callable[[Any], Any] | None  # one training step (the run's own compiled step) on a placed batch
     batches_per_epoch: int
     threads: int | None  # the pipeline's threads in the run; None: not the suite's to set (then no per-core rate)
     restore: Callable[[], None]  # the trained weights (and optimizer state) back, after the steps alone
+    step_why: str = ""  # with step None: why the step is not timed alone (its rate is then inferred)
 
 
 class Task(Protocol):

@@ -18,13 +18,12 @@ def variables(thing) -> list:
     return list(found() if callable(found) else found)
 
 
-def bound_parts(built: Built, train_inputs) -> BoundParts | str:
+def bound_parts(built: Built, train_inputs) -> BoundParts:
     import tensorflow as tf
 
     trainer = built.state
-    if trainer.on_batch is None:
-        return (f"the step alone is timed on one device; this run trained on {trainer.placement.replicas} replicas "
-                "(Model Garden's Trainer steps them together)")
+    several = (f"{trainer.placement.replicas} replicas step together under Model Garden's Trainer"
+               if trainer.on_batch is None else "")
     saved = [(v, np.array(v)) for v in [*variables(built.model), *variables(trainer.optimizer)]]
 
     def restore() -> None:
@@ -36,6 +35,7 @@ def bound_parts(built: Built, train_inputs) -> BoundParts | str:
         while True:
             yield ((int(tf.shape(b[0])[0]), b) for b in itertools.islice(batches, trainer.steps_per_epoch))
 
-    return BoundParts(input_path=DETECT_INPUT, batches=epochs, place=lambda b: tf.nest.map_structure(tf.identity, b),
+    return BoundParts(input_path=DETECT_INPUT, batches=epochs,
+                      place=None if several else (lambda b: tf.nest.map_structure(tf.identity, b)),
                       step=trainer.on_batch, batches_per_epoch=trainer.steps_per_epoch,
-                      threads=built.config.input_threads or host_threads(), restore=restore)
+                      threads=built.config.input_threads or host_threads(), restore=restore, step_why=several)

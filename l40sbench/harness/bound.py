@@ -86,7 +86,8 @@ def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_
     log(f"bound: the input pipeline alone ({parts.input_path}), {count} batches"
         + (f" at {', '.join(map(str, dict.fromkeys((parts.threads, 1, host_threads))))} thread(s)"
            if parts.threads is not None else "")
-        + ", then the training step alone ...")
+        + (", then the training step alone ..." if parts.step is not None else
+           f" (the step is not timed alone: {parts.step_why}) ..."))
     try:
         rate, interval, first = input_pass(parts, None, count)  # the run's own pipeline, as it ran
         by_threads = {}
@@ -95,21 +96,28 @@ def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_
             for threads in (1, host_threads):
                 if threads not in by_threads:
                     by_threads[threads] = input_pass(parts, threads, count)[0]
-        step_rate, step_interval = step_pass(parts, first, count, sync)
+        step_rate, step_interval = step_pass(parts, first, count, sync) if parts.step is not None else (None, {})
     finally:
         parts.restore()
-    rates = {"input_images_per_second": rate, "step_images_per_second": step_rate,
-             "steady_images_per_second": steady[0]}
+    if step_rate is not None:
+        judged = bound.verdict(rate, step_rate, steady[0], shared_cores)
+        step_from = "timed alone"
+    else:
+        judged = bound.verdict_without_step(rate, steady[0], shared_cores)
+        step_rate = bound.inferred_step(rate, steady[0], shared_cores)
+        step_from = f"inferred from the input alone and the steady rate ({parts.step_why})"
     per_core = by_threads.get(1)
     all_threads = by_threads.get(host_threads, rate)
     block = {
         "measured": True, "input_path": parts.input_path, "input_threads": parts.threads,
-        "host_threads": host_threads, **rates,
+        "host_threads": host_threads, "input_images_per_second": rate, "step_images_per_second": step_rate,
+        "steady_images_per_second": steady[0], "step_from": step_from,
         "input_interval": interval, "step_interval": step_interval, "steady_from": steady[1],
         "input_images_per_second_by_threads": {str(k): v for k, v in sorted(by_threads.items())},
-        "batches_timed": interval["n"], "steps_timed": count,
-        **bound.verdict(rate, step_rate, steady[0], shared_cores),
-        "sizing": bound.sizing(per_core, all_threads, host_threads, step_rate),
+        "batches_timed": interval["n"], "steps_timed": count if parts.step is not None else 0,
+        **judged,
+        # a run that went at its input's rate: its step is at least the steady rate
+        "sizing": bound.sizing(per_core, all_threads, host_threads, step_rate or steady[0]),
         "rule": bound.RULE,
     }
     block["seconds"] = total.elapsed()

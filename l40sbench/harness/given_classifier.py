@@ -56,7 +56,9 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
     size = _size(given, config.image_size)
     config = dataclasses.replace(config, image_size=size)
     log(f"input scaling: {decided.mode.name} ({decided.mode.description}): {decided.how}")
-    test, source = load_dataset(config, size, log)
+    found: list = []  # the test split's files, where the data is a folder: each row times file to label too
+    test, source = load_dataset(config, size, log, found)
+    test_files = found[0]["test"] if found else None
     artifact = given.path  # a SavedModel's children load it as it is, its signature fed its own type
     if given.kind == "onnx":  # its image fixed and its scaling as nodes where either is needed, else as given
         artifact = onnx_file.fed(given, size, decided.mode, Path(config.output_dir))
@@ -69,7 +71,7 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
         if model is not None:
             log(f"tf (reference): {len(test.y['test'])} test images one at a time, first {config.warmup} "
                 "excluded ...")
-            measured = measure_inference(model, test, config, sync)
+            measured = measure_inference(model, test, config, sync, test_files)
             if measured.outputs is None:
                 raise UserError("the test split is empty: nothing to time")
             outputs, inference = measured.outputs, measured.inference
@@ -79,7 +81,8 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
             outputs, inference = next(iter(stacked.values())), row.inference
         labels, note = _labels(outputs, test, decided)
         scores = agreement.classification(outputs, outputs, labels)
-        work = cl_runtimes.workload(model, test.x["test"], labels, outputs, config.warmup, "fp32")
+        work = cl_runtimes.workload(model, test.x["test"], labels, outputs, config.warmup, "fp32",
+                                    test_files.paths if test_files is not None else ())
         if model is not None:
             return (cl_runtimes.reference_row(inference, outputs, labels, artifact, "fp32", False, given.exporter),
                     work, {"test_accuracy": scores["test_accuracy"]}, note)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from l40sbench.core.env import gpu_models
+from l40sbench.report.cells import input_path
 from l40sbench.report.inputs import backend, replicas
 from l40sbench.report.tables import clock_epoch_seconds, wall_epoch_seconds
 
-KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size", "backend")
+KEY_FIELDS = ("task", "model", "batch", "devices", "precision", "image size", "backend", "input")
+DEFAULT_INPUT = "cached"  # not named in a row's label: every run before --input read its images so
 LOWER, HIGHER, ACCURACY = "time", "rate", "accuracy"
 
 
@@ -54,7 +56,8 @@ class Line:
 
     def label(self) -> str:
         task, model, *rest = self.key
-        return " ".join([str(task), str(model), *(f"{n} {v}" for n, v in zip(KEY_FIELDS[2:], rest) if v is not None)])
+        return " ".join([str(task), str(model), *(f"{n} {v}" for n, v in zip(KEY_FIELDS[2:], rest)
+                                                  if v is not None and (n, v) != ("input", DEFAULT_INPUT))])
 
 
 def _samples(values) -> tuple[float, ...] | None:
@@ -154,7 +157,8 @@ def lines(record: dict) -> list[Line]:
             figures[name] = Figure(value, ACCURACY)
     reference = _reference(record)
     key = (record.get("task"), record.get("base"), config.get("batch_size"), _devices(record), config.get("precision"),
-           config.get("image_size"), backend(record)) if reference == "tf" else _runtime_key(record, reference, "fp32")
+           config.get("image_size"), backend(record), None if record.get("source") else input_path(record)
+           ) if reference == "tf" else _runtime_key(record, reference, "fp32")  # a study's path: not stated
     return [Line(key, "ok" if record.get("complete", True) else "incomplete", figures, **_facts(record)),
             *_runtime_lines(record), *_scenario_lines(record)]
 

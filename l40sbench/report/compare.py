@@ -1,6 +1,7 @@
 """Two sets of results side by side, and whether the new one got worse: pure, no I/O.
 
-Rows are matched on (task, model, batch, devices, precision, image size, Keras backend), and
+Rows are matched on (task, model, batch, devices, precision, image size, Keras backend, the training's
+input path: a cached run's epochs are not set against a files run's), and
 a run's inference runtimes each make a row of their own ("classify on
 onnxruntime", at the precision the runtime was asked for), and so does
 each LoadGen test (its scenario, workers, bound and rate in the task name;
