@@ -131,6 +131,11 @@ def test_the_tiny_runs_record_what_bounds_them_and_print_it_in_two_lines(tiny_ru
         assert block["shared_cores"] is True and block["steady_from"] == "the steady epochs (2..N)"
     out = tiny_runs.output("vgg19").out
     assert "bound by " in out and "(cached input): input alone" in out and "\nsizing: the input path feeds" in out
+    detector = json.loads((tiny_runs["ssd_resnet50_fpn"] / "result.json").read_text())["bound"]
+    assert detector["measured"] and detector["input_path"] == "parser" and detector["step_from"] == "timed alone"
+    assert detector["steady_from"] == "the first epoch's steps after its first (one epoch ran)"  # 1 epoch on a CPU
+    assert set(detector["input_images_per_second_by_threads"]) >= {"1"}  # Model Garden's parser at one thread too
+    assert detector["sizing"]["per_core_images_per_second"] == detector["input_images_per_second_by_threads"]["1"]
 
 
 @pytest.mark.parametrize("args, fragment", [
