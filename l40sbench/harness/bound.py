@@ -1,13 +1,13 @@
 """Times a run's input pipeline alone and its training step alone, after its epochs, and judges what bounds it
 (core.bound): the record's `bound` block.
 
-The input alone: the run's own pipeline, built afresh, iterated for whole epochs (at least MIN_BATCHES
-batches) without the model, each epoch's start included as the run pays it, at the run's threads, and, where the suite sets its threads, at one thread and
-at all of the host's (the sizing line). The step alone: the run's own compiled step on one batch already
-placed, WARM_STEPS untimed, then as many steps as the input pass took batches, each synchronised. The trained
-weights are put back after, so the probe and the saved model are the training's.
+The input alone: the run's own pipeline, built afresh, one epoch read untimed (the first epoch's tracing), then
+whole epochs (at least MIN_BATCHES batches) without the model, each epoch's start included as the run pays it;
+at the run's threads and, where the suite sets its threads, at one thread and at all of the host's (the sizing
+line). The step alone: the run's own compiled step on one batch already placed, WARM_STEPS untimed, then as
+many steps as the input pass timed batches, each synchronised. The trained weights are put back after, so the
+probe and the saved model are the training's.
 """
-
 from __future__ import annotations
 
 from l40sbench.core import bound
@@ -39,7 +39,7 @@ def steady_rate(train: dict, images_per_epoch: int, global_batch: int) -> tuple[
 def input_pass(parts: BoundParts, threads: int | None, count: int) -> tuple[float, dict, tuple[int, object]]:
     """(images/s over whole epochs of the pipeline, at least `count` batches, each epoch's start included as the
     run pays it every epoch; the per-batch images/s interval; a first (images, batch) for the step alone).
-    One batch of a first epoch is taken and the rest dropped: the first epoch's tracing is not an epoch's cost."""
+    A first epoch is read untimed, its first batch kept: the first epoch's tracing is not an epoch's cost."""
     epochs = parts.batches(threads)
     warm = next(epochs)
     first = next(warm)
