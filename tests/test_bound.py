@@ -296,3 +296,20 @@ def test_compare_sets_a_runs_epochs_only_beside_a_run_of_the_same_input_path(tin
     for mine in (cached, files):
         study = compare.compare(reference.load("l40s"), [{**mine, "config": {**mine["config"], "batch_size": 16}}])
         assert any(r.line.startswith("classify vgg19") and r.figure == "epoch s (wall / epochs)" for r in study.rows)
+
+
+def test_the_step_alone_stops_after_a_quarter_of_a_steady_epoch_and_at_least_four_steps(monkeypatch):
+    """A detector's epoch on a CPU is a few steps of a minute: an epoch of steps alone would double its run."""
+    class Second:  # every reading of every clock: one second later
+        def start(self):
+            pass
+
+        def elapsed(self):
+            return 1.0
+
+    monkeypatch.setattr(harness_bound, "Stopwatch", Second)
+    stand_in = Parts(batches_per_epoch=10)
+    slow = measure(stand_in.parts(threads=None), train={"steady_epoch_seconds": 40.0})  # 10 s budget: 10 steps
+    assert slow["steps_timed"] == 10 and slow["batches_timed"] == 10
+    quick = measure(Parts(batches_per_epoch=10).parts(threads=None), train={"steady_epoch_seconds": 4.0})
+    assert quick["steps_timed"] == harness_bound.MIN_BATCHES  # a 1 s budget: the floor of 4 steps

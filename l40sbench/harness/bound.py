@@ -4,8 +4,8 @@
 The input alone: the run's own pipeline, built afresh, one epoch read untimed (the first epoch's tracing), then
 whole epochs (at least MIN_BATCHES batches) without the model, each epoch's start included as the run pays it;
 at the run's threads and, where the suite sets its threads, at one thread and at all of the host's (the sizing
-line). The step alone: the run's own compiled step on one batch already placed, WARM_STEPS untimed, then as
-many steps as the input pass timed batches, each synchronised. The trained weights are put back after, so the
+line). The step alone: the run's own compiled step on one batch already placed, WARM_STEPS untimed, then up to
+an epoch's steps, each synchronised, stopping once they take STEP_SHARE of a steady epoch's time. The trained weights are put back after, so the
 probe and the saved model are the training's.
 """
 from __future__ import annotations
@@ -18,6 +18,9 @@ from l40sbench.core.timing import Stopwatch, Sync
 
 MIN_BATCHES = 4
 WARM_STEPS = 2
+# The step alone stops after this share of a steady epoch's time (MIN_BATCHES steps at least): a detector's
+# epoch on a CPU is a few steps of a minute or more, and an epoch of them would double a one-epoch run.
+STEP_SHARE = 0.25
 
 
 def not_measured(why: str) -> dict:
@@ -57,19 +60,20 @@ def input_pass(parts: BoundParts, threads: int | None, count: int) -> tuple[floa
     return sum(images) / sum(seconds), describe([n / t for n, t in zip(images, seconds)]), first
 
 
-def step_pass(parts: BoundParts, batch, count: int, sync: Sync) -> tuple[float, dict]:
-    """(images/s of `count` steps on one placed batch, each synchronised; the per-step images/s interval)."""
+def step_pass(parts: BoundParts, batch, count: int, budget_s: float, sync: Sync) -> tuple[float, dict]:
+    """(images/s of the steps on one placed batch, each synchronised; the per-step images/s interval): `count`
+    steps, or fewer (MIN_BATCHES at least) once they have taken `budget_s`."""
     n, placed = batch[0], parts.place(batch[1])
     for _ in range(WARM_STEPS):
         sync(parts.step(placed))
     watch, seconds = Stopwatch(), []
-    for _ in range(count):
+    while len(seconds) < count and (len(seconds) < MIN_BATCHES or sum(seconds) < budget_s):
         sync()
         watch.start()
         sync(parts.step(placed))
         sync()
         seconds.append(watch.elapsed())
-    return n * count / sum(seconds), describe([n / t for t in seconds])
+    return n * len(seconds) / sum(seconds), describe([n / t for t in seconds])
 
 
 def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_batch: int, shared_cores: bool,
@@ -96,7 +100,9 @@ def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_
             for threads in (1, host_threads):
                 if threads not in by_threads:
                     by_threads[threads] = input_pass(parts, threads, count)[0]
-        step_rate, step_interval = step_pass(parts, first, count, sync) if parts.step is not None else (None, {})
+        budget = STEP_SHARE * images_per_epoch / steady[0]  # a share of a steady epoch's time
+        step_rate, step_interval = (step_pass(parts, first, count, budget, sync) if parts.step is not None
+                                    else (None, {}))
     finally:
         parts.restore()
     if step_rate is not None:
@@ -114,7 +120,7 @@ def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_
         "steady_images_per_second": steady[0], "step_from": step_from,
         "input_interval": interval, "step_interval": step_interval, "steady_from": steady[1],
         "input_images_per_second_by_threads": {str(k): v for k, v in sorted(by_threads.items())},
-        "batches_timed": interval["n"], "steps_timed": count if parts.step is not None else 0,
+        "batches_timed": interval["n"], "steps_timed": step_interval.get("n", 0),
         **judged,
         # a run that went at its input's rate: its step is at least the steady rate
         "sizing": bound.sizing(per_core, all_threads, host_threads, step_rate or steady[0]),

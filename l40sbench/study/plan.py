@@ -35,6 +35,7 @@ REFERENCE_SECONDS = {
     "ssd_resnet50_fpn": (2.82, 1.11), "faster_rcnn_resnet50": (3.02, 1.20), "faster_rcnn_inception_v2": (2.52, 1.03),
 }
 STARTUP_SECONDS = {"classify": 30.0, "detect": 90.0, "synthetic": 20.0}
+BOUND_EPOCHS = 0.5  # the bound block's passes after training, in epochs (docs/PERFORMANCE.md: bound-cost)
 
 # --quick: the smallest sizes each model takes and a handful of images, so a study finishes in minutes here.
 QUICK_CLASSIFY = {"xception": 71, "inceptionv3": 75, "vgg19": 32}
@@ -139,7 +140,7 @@ def _work_seconds(model: str, task: str, train_images: int, test_images: int, ep
                   machine: Machine) -> float:
     per_train, per_test = REFERENCE_SECONDS[model]
     speed = REFERENCE_PEAK[task] / machine.peak_gflops
-    return speed * scale * (epochs * train_images * per_train + test_images * per_test)
+    return speed * scale * ((epochs + BOUND_EPOCHS) * train_images * per_train + test_images * per_test)
 
 
 def _classify_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
