@@ -145,6 +145,7 @@ def test_the_tiny_runs_record_what_bounds_them_and_print_it_in_two_lines(tiny_ru
     (("--input", "files", "--data", "tfds:mnist"), "a TFDS set has none"),
     (("--input", "generator", "--devices", "2"), "--input generator feeds one device"),
     (("--input", "disk"), "invalid choice"),
+    (("--input-threads", "2"), "--input cached is batched by Keras from memory"),
 ])
 def test_bad_input_flags_are_one_line_and_exit_2_before_any_folder(tmp_path, args, fragment):
     out = tmp_path / "run"
@@ -157,7 +158,8 @@ def test_more_input_threads_than_four_per_core_is_refused_on_every_command(tmp_p
 
     too_many = str(4 * host_threads() + 1)
     for command in ("classify", "detect"):
-        assert_one_line_exit_2(cli_in_process(command, "--input-threads", too_many, "--output-dir", tmp_path / "r"),
+        assert_one_line_exit_2(cli_in_process(command, "--input-threads", too_many, "--output-dir", tmp_path / "r",
+                                              *(("--input", "files") if command == "classify" else ())),
                                f"{too_many} threads: give 1 to {4 * host_threads()}")
     assert not (tmp_path / "r").exists()
 

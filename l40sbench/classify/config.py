@@ -54,6 +54,9 @@ class ClassifyConfig(RunConfig):
         if self.input not in INPUTS:
             raise ValueError(f"input must be one of {', '.join(INPUTS)}. Received: input={self.input!r}")
         if self.input == "cached":
+            if self.input_threads is not None:
+                raise ValueError("--input-threads sets the threads of a pipeline the suite builds (--input files or "
+                                 "generator); --input cached is batched by Keras from memory")
             return
         if str(self.data or "").startswith("tfds:"):
             raise ValueError(f"--input {self.input} reads image files: a TFDS set has none (use --input cached)")

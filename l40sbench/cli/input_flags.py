@@ -33,7 +33,8 @@ def add(p, inputs: tuple[str, ...] = ()) -> None:
                             "read its folders); every table names the path a figure used")
     p.add_argument("--input-threads", type=thread_count, metavar="N",
                    help="threads of the training input pipeline (default: files and detect's parser, every core "
-                        "this process may use; generator, 1); the bound block also times 1 and all")
+                        "this process may use; generator, 1; not with --input cached, which Keras batches from "
+                        "memory); the bound block also times 1 and all")
     p.add_argument("--no-bound", dest="bound", action="store_false",
                    help="leave out the input-alone and step-alone passes after training (about one epoch's time "
                         "more) that say whether the host's input or the device's compute bounds the run (default: they run)")
