@@ -14,7 +14,13 @@ EXACT = json.loads(BASELINE.read_text())["exact"]
 UPDATE = "if deliberate: .venv/bin/python -m tests.structure_figures --update"
 
 
-@pytest.mark.parametrize("family, name", every_model())
+# The merge tier builds the suite's tiny detector; the other two detectors (about 80 s of building here) are the
+# long tier's, as their end-to-end runs are (tests/test_detect_e2e.py).
+LONG = {("detect", "faster_rcnn_inception_v2"), ("detect", "faster_rcnn_resnet50")}
+
+
+@pytest.mark.parametrize("family, name", [pytest.param(*pair, marks=pytest.mark.long) if pair in LONG else pair
+                                          for pair in every_model()])
 def test_model_structure_is_the_baselines(family, name):
     parameters, gflops = figures(family, name, check_citation if family == "synthetic" else None)
     assert parameters > 0 and gflops > 0
