@@ -24,7 +24,8 @@ def bound_parts(built: Built, train_inputs) -> BoundParts:
     trainer = built.state
     several = (f"{trainer.placement.replicas} replicas step together under Model Garden's Trainer"
                if trainer.on_batch is None else "")
-    saved = [(v, np.array(v)) for v in [*variables(built.model), *variables(trainer.optimizer)]]
+    # only a step run alone changes the weights: replicas stepping together run none, so keep no copy for them
+    saved = [] if several else [(v, np.array(v)) for v in [*variables(built.model), *variables(trainer.optimizer)]]
 
     def restore() -> None:
         for variable, value in saved:
