@@ -116,9 +116,9 @@ def test_a_one_epoch_run_is_judged_on_its_steps_and_a_run_that_cannot_be_split_s
     assert harness_bound.steady_rate(one_epoch, 12, 4) == (4.0, "the first epoch's steps after its first "
                                                                 "(one epoch ran)")
     assert measure(Parts().parts(None), train={"steady_epoch_seconds": None})["why"] == "no epoch was timed"
-    refused = measure("a task that cannot time its input apart")
-    assert refused == {"measured": False, "why": "a task that cannot time its input apart"}
-    assert bound.lines(refused) == ["bound: not measured (a task that cannot time its input apart)"]
+    refused = harness_bound.not_measured("--no-bound")
+    assert refused == {"measured": False, "why": "--no-bound"}
+    assert bound.lines(refused) == ["bound: not measured (--no-bound)"]
     assert bound.short(refused) == "-" and bound.short({"measured": True, "verdict": "neither: x"}) == "neither"
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from l40sbench.core.env import host_threads
 from l40sbench.core.task import BoundParts
 from l40sbench.data import folders
-from l40sbench.data.images import decode_rgb, resize_square
+from l40sbench.data.images import read_image
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,20 +51,12 @@ def threads_for(input_path: str, given: int | None) -> int | None:
     return host_threads() if input_path == "files" else 1
 
 
-def decode_file(path: str, image_size: int) -> np.ndarray:
-    with open(path, "rb") as handle:
-        rgb = decode_rgb(handle.read())
-    if rgb is None:  # the cache read it: a file changed under the run
-        raise ValueError(f"unreadable image during training: {path}")
-    return resize_square(rgb, image_size)
-
-
 def files_dataset(files: SplitFiles, image_size: int, batch: int, threads: int, seed: int):
     """tf.data: the files shuffled each epoch, decoded and resized `threads` at a time, batched, prefetched."""
     import tensorflow as tf
 
     def decode(path):
-        return decode_file(path.decode(), image_size)
+        return read_image(path.decode(), image_size)
 
     def load(path, label):
         image = tf.numpy_function(decode, [path], tf.uint8, stateful=False)
@@ -94,7 +86,7 @@ def folder_batches(files: SplitFiles, image_size: int, batch: int, workers: int,
 
         def __getitem__(self, index):
             chosen = self._order[index * batch:(index + 1) * batch]
-            return np.stack([decode_file(files.paths[i], image_size) for i in chosen]), files.labels[chosen]
+            return np.stack([read_image(files.paths[i], image_size) for i in chosen]), files.labels[chosen]
 
         def on_epoch_end(self):
             self._order = self._rng.permutation(len(files.paths))

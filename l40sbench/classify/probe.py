@@ -10,10 +10,9 @@ from l40sbench.core.results import InferenceResult
 from l40sbench.core.task import Probe
 from l40sbench.core.timing import probe_interleaved
 from l40sbench.data import folders
-from l40sbench.data.images import file_stages
+from l40sbench.data.images import MODEL_CALL, file_stages
 
 TEST_METRIC = "test_accuracy"
-MODEL_CALL = "model"  # the record's inference figure: the compiled call on a decoded, resized image
 
 
 def make_forward(model, image_size: int, xla: bool, backend: str = "tensorflow"):

@@ -18,12 +18,13 @@ from l40sbench.classify import inputs, train_flops
 from l40sbench.classify import runtimes as cl_runtimes
 from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier, file_facts, file_scaling, spec_for
-from l40sbench.classify.probe import MODEL_CALL, TEST_METRIC, measure_inference
+from l40sbench.classify.probe import TEST_METRIC, measure_inference
 from l40sbench.classify.standin import ensure_standin, standin_path
 from l40sbench.core.results import DatasetInfo
 from l40sbench.core.task import Built, Data, Flops, Probe
 from l40sbench.core.text import Log
 from l40sbench.data import folders, tfds_source
+from l40sbench.data.images import MODEL_CALL
 from l40sbench.errors import UserError
 from l40sbench.settings import keras_policy
 

@@ -131,8 +131,8 @@ class Task(Protocol):
     def reload(self, record: dict, model: Path, log: Log) -> tuple[RuntimeResult, Any]:
         """(tf's reference row, the workload) for `infer`: the saved model reloaded and probed again on tf."""
 
-    def bound_parts(self, built: Built, data: Data) -> BoundParts | str:
-        """The parts harness.bound times, or why this run's input and step cannot be timed apart."""
+    def bound_parts(self, built: Built, data: Data) -> BoundParts:
+        """The parts harness.bound times: the run's input pipeline afresh and its compiled step."""
 
     def check_scenarios(self, load, record: dict) -> None:
         """Raises UserError where `infer --scenario` cannot run these LoadGen settings on this task's model."""

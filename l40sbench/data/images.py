@@ -43,7 +43,17 @@ def resize_square(rgb: np.ndarray, size: int) -> np.ndarray:
     return cv2.resize(rgb, (size, size), interpolation=interpolation)
 
 
-FILE_TO_LABEL = "file_to_label"
+MODEL_CALL = "model"  # an inference probe's call on a decoded, resized image: the record's inference figure
+FILE_TO_LABEL = "file_to_label"  # the whole way from an image file to a label
+
+
+def read_image(path, image_size: int) -> np.ndarray:
+    """An image file read, decoded by content and resized to image_size square, as the decoded cache holds it;
+    ValueError where it no longer reads (the cache read it: a file changed under the run)."""
+    rgb = decode_rgb(Path(path).read_bytes())
+    if rgb is None:
+        raise ValueError(f"unreadable image: {path}")
+    return resize_square(rgb, image_size)
 
 
 def file_stages(paths, image_size: int, call, label) -> dict:
@@ -60,6 +70,6 @@ def file_stages(paths, image_size: int, call, label) -> dict:
         return resize_square(decoded.pop(i), image_size)
 
     def file_to_label(i: int) -> int:
-        return label(call(resize_square(decode_rgb(Path(paths[i]).read_bytes()), image_size)))
+        return label(call(read_image(paths[i], image_size)))
 
     return {"decode": decode, "resize": resize, FILE_TO_LABEL: file_to_label}

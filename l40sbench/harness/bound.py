@@ -76,11 +76,9 @@ def step_pass(parts: BoundParts, batch, count: int, budget_s: float, sync: Sync)
     return n * len(seconds) / sum(seconds), describe([n / t for t in seconds])
 
 
-def measure(parts: BoundParts | str, train: dict, images_per_epoch: int, global_batch: int, shared_cores: bool,
+def measure(parts: BoundParts, train: dict, images_per_epoch: int, global_batch: int, shared_cores: bool,
             host_threads: int, sync: Sync, log: Log) -> dict:
     """The `bound` block: the three rates with their intervals, the verdict, the sizing and what it cost."""
-    if isinstance(parts, str):
-        return not_measured(parts)
     steady = steady_rate(train, images_per_epoch, global_batch)
     if steady is None:
         return not_measured("no epoch was timed")

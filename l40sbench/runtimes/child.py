@@ -44,7 +44,9 @@ def run(request: dict) -> dict:
     load_seconds = time.perf_counter() - started
     images = read_images(Path(request["inputs"]))
     outputs: list[dict] = []
-    calls = {"model": lambda i: outputs.append(loaded.call(images[i]))}
+    from l40sbench.data.images import MODEL_CALL
+
+    calls = {MODEL_CALL: lambda i: outputs.append(loaded.call(images[i]))}
     files = request.get("files") or ()
     if len(files) == len(images):  # the file's way to a label, in the same rotation as the tf probe's
         from l40sbench.data.images import file_stages
@@ -52,7 +54,7 @@ def run(request: dict) -> dict:
         calls.update(file_stages(files, request["image_size"], lambda image: loaded.call(image[None]),
                                  lambda out: int(np.argmax(next(iter(out.values()))))))
     timed = probe_interleaved(calls, range(len(images)), warmup=request["warmup"])
-    stats = timed["model"]
+    stats = timed[MODEL_CALL]
     np.savez(request["outputs"], **stack_outputs(outputs))
     return {"stats": dataclasses.asdict(stats), "precision": loaded.precision, "threads": loaded.threads,
             "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds,
