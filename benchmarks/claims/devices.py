@@ -152,10 +152,9 @@ def scoring_under_strategy(sizes: dict) -> dict:
             "evaluate_slowest": figure([max(got["evaluate"])], "s"), "epochs": figure([sizes["epochs"]], "epochs")}
 
 
-TWO_DEVICES = {
-    "classify": ["classify", "--base", "vgg19", "--epochs", "2", "--limit", "64", "--image-size", "96"],
-    "detect": ["detect", "--base", "ssd_resnet50_fpn", "--epochs", "2", "--limit", "16", "--image-size", "128",
-               "--batch-size", "4"],
+TWO_DEVICES = {  # each task's run; its --limit and --image-size are the claim's sizes (claims.toml)
+    "classify": ["classify", "--base", "vgg19", "--epochs", "2", "--weights", "none"],
+    "detect": ["detect", "--base", "ssd_resnet50_fpn", "--epochs", "2", "--batch-size", "4"],  # random weights
 }
 
 
@@ -164,14 +163,14 @@ def two_devices(sizes: dict) -> dict:
     each run's efficiency from its records' scaling blocks, and how far the replicas' weights ended apart."""
     from l40sbench.core.scaling import scaling
 
-    shrink = {"64": "8", "16": "4", "96": "32"} if sizes["quick"] else {}  # a detector takes 128 px at least
     out: dict = {"classify": [], "detect": [], "replica_gap": []}
     with tempfile.TemporaryDirectory() as work:
         for round_ in range(sizes["rounds"]):
             for task, argv in TWO_DEVICES.items():
                 folder = Path(work) / f"{task}-{round_}"
-                weights = ["--weights", "none"] if task == "classify" else []  # detect starts from random weights
-                suite([*[shrink.get(a, a) for a in argv], *weights, "--devices", "1,2", "--output-dir", str(folder)])
+                limit, size = sizes[task]
+                suite([*argv, "--limit", str(limit), "--image-size", str(size), "--devices", "1,2",
+                       "--output-dir", str(folder)])
                 runs = records(folder)
                 (two,) = [block for block in scaling(runs) if block["devices"] == 2]
                 out[task].append(two["efficiency"])
