@@ -239,3 +239,54 @@ def test_a_base_fed_the_scaling_it_learnt_on_fine_tunes_better_than_one_fed_raw_
     losses = {mode: record["train"]["loss_per_epoch"] for mode, record in runs.items()}
     assert all(fed < raw for fed, raw in zip(losses["tf"], losses["none"], strict=True)), losses
     assert runs["tf"]["accuracy"]["test_accuracy"] >= runs["none"]["accuracy"]["test_accuracy"]
+
+
+class _Silent(Exception):
+    """An exception raised with no message at all, as some libraries raise theirs."""
+
+
+def _raises_silently(*args, **kwargs):
+    raise _Silent()
+
+
+def _one_line_naming(exc_info, fragment: str) -> None:
+    text = str(exc_info.value)
+    assert "\n" not in text and fragment in text and text.endswith("_Silent"), text
+
+
+def test_a_library_error_without_a_message_is_still_one_line_at_each_site_that_quotes_one(tmp_path, monkeypatch):
+
+    import keras
+    import onnxruntime
+
+    from l40sbench.classify import bases, model
+    from l40sbench.errors import UserError
+    from l40sbench.modelfile import detector, files, keras_file, onnx_file
+
+    some_file = tmp_path / "m.bin"
+    some_file.write_bytes(b"x")
+    monkeypatch.setattr(keras.saving, "load_model", _raises_silently)
+    with pytest.raises(UserError) as caught:
+        keras_file.load(some_file)
+    _one_line_naming(caught, "Keras cannot load it: ")
+    monkeypatch.setattr(keras.layers, "TFSMLayer", _raises_silently)
+    with pytest.raises(UserError) as caught:
+        keras_file.served(files.ModelFile(tmp_path, "savedmodel", 32), None)
+    _one_line_naming(caught, "cannot load its serving_default signature: ")
+    monkeypatch.setattr(onnxruntime, "InferenceSession", _raises_silently)
+    with pytest.raises(UserError) as caught:
+        onnx_file._load(some_file)
+    _one_line_naming(caught, "onnxruntime cannot load it: ")
+    label_map = tmp_path / "labels.json"
+    label_map.write_text("{}")
+    monkeypatch.setattr(detector, "json", type("Json", (), {"loads": staticmethod(lambda text: _raise(ValueError()))}))
+    with pytest.raises(UserError, match=r"does not parse: ValueError$"):
+        detector.read_label_map(label_map)
+    spec = model.spec_for("vgg19")
+    monkeypatch.setattr(bases.BaseSpec, "constructor", lambda self: lambda **kw: _raise(OSError()))
+    with pytest.raises(UserError, match=r"cannot load weights file .* for vgg19: OSError$"):
+        model.build_base(spec, 32, str(some_file), print)
+
+
+def _raise(exc: BaseException):
+    raise exc

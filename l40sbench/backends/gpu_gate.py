@@ -73,10 +73,6 @@ class View:
         return cls(data["gpus"], data.get("said"), data.get("built_for"), tuple(data.get("failed") or ()))
 
 
-def first_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or ['(no message)'])[0]}"
-
-
 def shown_text(gpus) -> str:
     """'1 x NVIDIA L40S (GPU 0)', '2 x NVIDIA H100 (GPU 0, 1)': the driver's GPUs by model."""
     by_name = Counter(g["name"] for g in gpus)

@@ -15,7 +15,8 @@ import os
 import sys
 
 from l40sbench.backends import load
-from l40sbench.backends.gpu_gate import View, first_line
+from l40sbench.backends.gpu_gate import View
+from l40sbench.errors import named
 
 # The CUDA libraries TensorFlow's GPU support loads at its start, in its order (a missing one: no GPU, said at
 # WARNING only).
@@ -48,7 +49,7 @@ def each_board(count: int, compute) -> tuple[int, tuple[dict, ...]]:
         try:
             compute(k)
         except Exception as exc:  # CUDA_ERROR_DEVICE_UNAVAILABLE, out of memory, ...: the board's answer
-            failed.append({"index": k, "said": first_line(exc)})
+            failed.append({"index": k, "said": named(exc)})
     return count - len(failed), tuple(failed)
 
 
@@ -62,7 +63,7 @@ def tensorflow_view() -> View:
     try:
         gpus = tf.config.list_physical_devices("GPU")
     except Exception as exc:  # a driver it cannot start (CUDA_ERROR_*): its words are the reason
-        return View(0, first_line(exc), built)
+        return View(0, named(exc), built)
     if gpus:
         def compute(k):
             with tf.device(f"/GPU:{k}"):
@@ -89,7 +90,7 @@ def jax_view() -> View:
     class Keep(logging.Handler):
         def emit(self, record):
             if record.exc_info and record.exc_info[1] is not None:
-                failures.append(first_line(record.exc_info[1]))
+                failures.append(named(record.exc_info[1]))
 
     logger = logging.getLogger("jax._src.xla_bridge")
     logger.addHandler(keep := Keep())
@@ -117,7 +118,7 @@ def jax_view() -> View:
     try:
         return View(len(jax.devices("cuda")), None, built)
     except RuntimeError as exc:
-        return View(0, first_line(exc), built)
+        return View(0, named(exc), built)
 
 
 def torch_view() -> View:
@@ -136,7 +137,7 @@ def torch_view() -> View:
     try:
         torch.cuda.init()
     except Exception as exc:
-        return View(0, first_line(exc), torch.version.cuda)
+        return View(0, named(exc), torch.version.cuda)
     return View(0, "torch found no GPU it can use", torch.version.cuda)
 
 
@@ -152,7 +153,7 @@ def main(name: str) -> int:
     try:
         devices = [d.to_dict() for d in module.devices()]
     except Exception as exc:  # a framework that cannot start: the view carries why, once
-        devices, view = [], view if view.said else View(0, first_line(exc), view.built_for)
+        devices, view = [], view if view.said else View(0, named(exc), view.built_for)
     print(json.dumps({"version": module.version(), "view": view.to_dict(), "devices": devices}))
     return 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from l40sbench.classify.bases import BASES, BaseSpec
 from l40sbench.core.text import Log
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 
 # Seconds to wait for the ImageNet weights download before falling back to
 # random initialisation. The attempt runs in a worker thread because a socket
@@ -93,7 +93,7 @@ def _try_imagenet(build: Callable[[object], object], timeout_s: float):
         return outcome["model"], None
     if worker.is_alive():
         return None, f"no answer within {timeout_s:.0f} s"
-    return None, str(outcome["error"]).splitlines()[0][:200]
+    return None, said(outcome["error"])
 
 
 def build_base(spec: BaseSpec, image_size: int, weights: str, log: Log, timeout_s: float = DOWNLOAD_TIMEOUT_S):
@@ -130,7 +130,7 @@ def build_base(spec: BaseSpec, image_size: int, weights: str, log: Log, timeout_
     try:
         return build(str(path)), f"file {path}"
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot load weights file {path} for {spec.name}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"cannot load weights file {path} for {spec.name}: {said(exc)}") from None
 
 
 def build_classifier(spec: BaseSpec, base, image_size: int, num_classes: int, trainable_top_layers: int | None,

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from l40sbench.errors import first_line
+
 POLL_SECONDS = 0.02
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -38,12 +40,6 @@ class Outcome:
     over_memory: bool
     peak_rss_mb: float
     enforcement: str
-
-
-def first_line(text: object) -> str:
-    """The first non-blank line of a message, at most 300 characters ("" when there is none)."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
 
 
 def error_line(outcome: Outcome) -> str | None:

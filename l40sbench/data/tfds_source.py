@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from l40sbench.core.text import Log
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 
 PREFIX = "tfds:"
 PREPARE_TIMEOUT_S = 40.0  # one attempt at preparing an absent set, in a child killed at the deadline
@@ -63,10 +63,6 @@ class TfdsRef:
         return str(self.data_dir or os.environ.get("TFDS_DATA_DIR") or Path("~/tensorflow_datasets").expanduser())
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
 def _prepare_bounded(ref: TfdsRef, timeout_s: float) -> str | None:
     """One `download_and_prepare` in a child process, killed at the deadline; None when it worked, else why not.
 
@@ -100,7 +96,7 @@ def open_builder(ref: TfdsRef, log: Log, timeout_s: float = PREPARE_TIMEOUT_S):
         builder = builder_now()
     except Exception as exc:  # DatasetNotFoundError and friends: not registered and not in the data dir
         raise UserError(f"TFDS set {ref.spec!r} is not prepared in {root} and is not a dataset TFDS knows "
-                        f"({_first_line(exc)}); {prepare}") from None
+                        f"({said(exc)}); {prepare}") from None
     if builder.is_prepared():
         return builder
     if timeout_s <= 0:
@@ -128,7 +124,7 @@ def resolve_splits(builder, ref: TfdsRef) -> tuple[str, str]:
         try:
             examples = builder.info.splits[split].num_examples
         except Exception as exc:  # a bad slice or unknown split name
-            raise UserError(f"--tfds-splits: {split!r} is not a split of {ref.spec} ({_first_line(exc)}; "
+            raise UserError(f"--tfds-splits: {split!r} is not a split of {ref.spec} ({said(exc)}; "
                             f"splits: {available})") from None
         if not examples:
             raise UserError(f"--tfds-splits: {split!r} selects no example of {ref.spec} (splits: {available})")

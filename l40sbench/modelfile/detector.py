@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 from l40sbench.runtimes.responses import SCALE, data_classes, scale_yx  # noqa: F401  (a detector's outputs read)
 
 OUTPUTS = ("detection_boxes", "detection_classes", "detection_scores", "num_detections")
@@ -49,7 +49,7 @@ def read_label_map(path: Path) -> dict[int, str]:
                     raise ValueError(f"an item without an integer id and a quoted name: {body.strip()[:80]!r}")
                 names[int(ids.group(1))] = name.group(1)
     except (ValueError, AttributeError) as exc:
-        raise UserError(f"--label-map {path} does not parse: {str(exc).splitlines()[0][:200]}") from None
+        raise UserError(f"--label-map {path} does not parse: {said(exc)}") from None
     if not names:
         raise UserError(f"--label-map {path} does not parse: no item {{ id: N name: '...' }} in it")
     return names

@@ -13,7 +13,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 
 ANY_SIZE = 224  # the size fed to a model that takes any: ImageNet's
 KINDS = {".keras": "keras", ".onnx": "onnx"}
@@ -91,7 +91,7 @@ def keras_config(path: Path) -> dict:
             return json.loads(archive.read("config.json"))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise UserError(f"--model {path} is not a Keras model file (.keras, a zip holding config.json): "
-                        f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+                        f"{said(exc)}") from None
 
 
 def keras_file_facts(path: Path) -> ModelFile:

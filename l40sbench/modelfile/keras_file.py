@@ -10,7 +10,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 from l40sbench.modelfile.files import UINT8, ModelFile, square_image
 
 FLOAT32 = "float32"
@@ -77,7 +77,7 @@ def load(path: Path, policy: str = FLOAT32):
             model = keras.saving.deserialize_keras_object(_repolicied(config, policy, kept))
             model.load_weights(path)
     except Exception as exc:  # Keras raises TypeError, ValueError, OSError or its own errors for a bad file
-        raise UserError(f"--model {path}: Keras cannot load it: {str(exc).splitlines()[0][:300]}") from None
+        raise UserError(f"--model {path}: Keras cannot load it: {said(exc)}") from None
     facts = {"policy": policy, "compute_dtypes": compute_dtypes(model)}
     if kept:
         facts["kept_their_own"] = kept
@@ -105,7 +105,7 @@ def served(given: ModelFile, asked: str | None):
             inner = keras.layers.TFSMLayer(str(given.path), call_endpoint="serving_default")
         except Exception as exc:  # a SavedModel without that signature, or one TensorFlow cannot read
             raise UserError(f"--model {given.path}: cannot load its serving_default signature: "
-                            f"{str(exc).splitlines()[0][:300]}") from None
+                            f"{said(exc)}") from None
         specs = list(inner.call_endpoint_fn.structured_input_signature[1].values())
         if len(specs) != 1:
             raise UserError(f"--model {given.path}: the suite takes a model of one image input; its signature "

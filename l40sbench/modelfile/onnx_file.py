@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from l40sbench.errors import UserError
+from l40sbench.errors import UserError, said
 from l40sbench.modelfile import detector
 from l40sbench.modelfile.files import LAYOUTS, UINT8, ModelFile, square_image
 
@@ -60,7 +60,7 @@ def _load(path: Path):
     try:
         ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf for a bad file
-        raise UserError(f"--model {path}: onnxruntime cannot load it: {str(exc).splitlines()[0][:300]}") from None
+        raise UserError(f"--model {path}: onnxruntime cannot load it: {said(exc)}") from None
     return onnx.load(str(path))
 
 

@@ -21,6 +21,7 @@ from l40sbench.core.env import host_threads as threads
 from l40sbench.core.results import InferenceResult, RuntimeResult
 from l40sbench.core.stats import LatencyStats
 from l40sbench.core.text import Log
+from l40sbench.errors import named, said
 from l40sbench.runtimes.child import write_images
 from l40sbench.runtimes.export import Artifact
 from l40sbench.runtimes.registry import REFERENCE, RUNTIMES
@@ -95,7 +96,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     try:
         artifact = workload.export(runtime, precision, folder)
     except Exception as exc:  # a converter's error of any kind costs this row only
-        return RuntimeResult(**base, status="export-failed", reason=f"{type(exc).__name__}: {child.first_line(exc)}")
+        return RuntimeResult(**base, status="export-failed", reason=named(exc))
     base.update(exporter=artifact.exporter, artifact=str(artifact.path), export_seconds=artifact.export_seconds,
                 size_mb=artifact.size_mb)
     log(f"runtime {runtime}: exported in {artifact.export_seconds:.1f} s ({artifact.size_mb:.1f} MB); timing "
@@ -108,7 +109,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
     try:
         accuracy = workload.score(outputs)
     except ValueError as exc:  # outputs the task cannot read: this row fails, the run goes on
-        return RuntimeResult(**base, status="failed", reason=f"its outputs could not be scored: {child.first_line(exc)}")
+        return RuntimeResult(**base, status="failed", reason=f"its outputs could not be scored: {said(exc)}")
     status, reason = "ok", ""
     expected = precision if artifact.precision == "fp32" else artifact.precision  # LiteRT's file fixes its own
     if timing["precision"] != expected:

@@ -66,7 +66,8 @@ def read_state(root: Path) -> dict:
 
 def _last_error(log: Path) -> str:
     """Why a step failed: the CLI's own one-line error, else the last exception line, else its last line."""
-    from l40sbench.core.child import first_line, last_error
+    from l40sbench.core.child import last_error
+    from l40sbench.errors import first_line
 
     text = log.read_text(errors="replace") if log.exists() else ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]

@@ -19,10 +19,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from l40sbench.core.child import first_line
 from l40sbench.core.devices import Device, kind_of
 from l40sbench.core.memory import PEAK_MEMORY, host_peak_mb
 from l40sbench.core.results import Row
+from l40sbench.errors import named
 from l40sbench.synthetic.job import Job, failed_row, flops_per_image, window_steps
 
 ROW_MARKER = "L40SBENCH-ROW "
@@ -239,7 +239,7 @@ def job_main(job: Job) -> Row:
         return measure(job)
     except Exception as exc:  # noqa: BLE001 - any failure is this configuration's result
         status = "oom" if _is_oom(exc) else "error"
-        return failed_row(job, status, f"{type(exc).__name__}: {first_line(exc)}",
+        return failed_row(job, status, named(exc),
                           device_kind=load(job.settings.backend).devices()[0].kind, workers=workers)
 
 
