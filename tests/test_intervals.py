@@ -117,6 +117,33 @@ def test_a_serially_correlated_series_gets_an_interval_that_covers_its_mean():
     assert independent.method.startswith("BCa bootstrap") and abs(independent.lag1_autocorrelation) < 0.14
 
 
+def test_a_figures_interval_and_compares_ratio_take_the_same_effective_n_from_the_same_samples():
+    """One serial-sample rule: interval()'s method names effective_n's size, and ratio_test's degrees of freedom
+    for the mean (Welch's, two equal sides) and its log-ratio standard error are those of that size."""
+    import math
+
+    from benchmarks.claims.machine import ar1
+    from l40sbench.core.intervals import effective_n, serial_r
+
+    series = 100.0 + ar1(3, 100, 0.7)
+    r1 = interval(series).lag1_autocorrelation
+    r = serial_r(series)
+    assert r == pytest.approx(min(r1 + (1 + 4 * r1) / 100, 0.99)) and r > r1  # bias-corrected
+    effective = effective_n(series)
+    assert effective == pytest.approx(100 * (1 - r) / (1 + r))
+    assert f"at the effective n {effective:.1f}" in interval(series).method
+    low, high = interval(series).mean_ci95
+    test = ratio_test(series, series)
+    assert test.degrees == pytest.approx(2 * (effective - 1))  # Welch over two equal sides
+    assert test.log_se == pytest.approx(math.sqrt(2) * series.std(ddof=1) / math.sqrt(effective) / series.mean())
+    from scipy.stats import t
+
+    assert (high - low) / 2 == pytest.approx(t.ppf(0.975, effective - 1) * series.std(ddof=1) / math.sqrt(effective))
+    independent = np.random.default_rng(7).normal(100.0, 5.0, 200)
+    assert serial_r(independent) is None and effective_n(independent) == 200
+    assert effective_n(series, bias_corrected=False) > effective  # the rule the claim decided against
+
+
 def test_holms_method_keeps_a_strong_finding_and_drops_the_ones_chance_explains():
     from l40sbench.core.intervals import holm
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from l40sbench.core.intervals import CONFIDENCE, MIN_SAMPLES, SMALL_N, STATISTICS, _check, lag1_autocorrelation
+from l40sbench.core.intervals import CONFIDENCE, MIN_SAMPLES, STATISTICS, Z95, _check, effective_n
 
 QUANTILES = {"median": 0.5, "p90": 0.9, "p99": 0.99}
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -21,8 +20,8 @@ class RatioTest:
     """statistic(new) / statistic(baseline), its 95 % interval, and the one-sided test of it against a bound.
 
     Analytic, on the log of the ratio: each side's statistic has a standard error from its samples at their
-    effective size (serial samples, as interval() judges them: n (1 - r) / (1 + r) for a significant lag-1
-    autocorrelation r); the mean's from Student's t (Welch's degrees of freedom across the sides), a
+    effective size (core.intervals.effective_n, the rule interval() takes: n (1 - r) / (1 + r) for a
+    significant lag-1 autocorrelation r); the mean's from Student's t (Welch's degrees of freedom across the sides), a
     percentile's from the order statistics around it (the binomial ranks at the effective n). The two relative
     errors add in quadrature (the delta method). p-values are exact functions of the samples, so Holm's
     thresholds over any number of figures are resolved (a bootstrap's p-values step by 1 / resamples)."""
@@ -43,24 +42,14 @@ class RatioTest:
         return float(t.cdf((math.log(bound) - math.log(self.ratio)) / self.log_se, self.degrees))
 
 
-def _serial_inflation(values: np.ndarray) -> float:
-    """(1 + r) / (1 - r) for a lag-1 autocorrelation r that interval() would call significant, else 1."""
-    r1 = lag1_autocorrelation(values)
-    n = values.size
-    if not (n >= SMALL_N and r1 is not None and 1.96 / math.sqrt(n) < r1 < 1):
-        return 1.0
-    r = min(r1 + (1 + 4 * r1) / n, 0.99)  # the estimate's own bias, about -(1 + 4 r) / n (Kendall)
-    return (1 + r) / (1 - r)
-
-
 def _relative_error(values: np.ndarray, statistic: str) -> tuple[float, float, float]:
     """(the statistic, its standard error relative to it, the degrees of freedom) of one side."""
-    n, inflation = values.size, _serial_inflation(values)
+    n, effective = values.size, effective_n(values)
     value = float(STATISTICS[statistic](values, 0))
     if statistic == "mean":
-        se = float(values.std(ddof=1)) * math.sqrt(inflation / n)
-        return value, se / value, max(n / inflation - 1, 1.0)
-    q, effective = QUANTILES[statistic], n / inflation
+        se = float(values.std(ddof=1)) / math.sqrt(effective)
+        return value, se / value, max(effective - 1, 1.0)
+    q = QUANTILES[statistic]
     half = Z95 * math.sqrt(effective * q * (1 - q))
     ordered = np.sort(values)
 
@@ -85,7 +74,7 @@ def too_few(samples: Sequence[float], statistic: str) -> str:
     q = QUANTILES.get(statistic)
     if q is None or q == 0.5:  # the mean and the median hold from MIN_SAMPLES (Student's t, binomial ranks)
         return ""
-    effective = values.size / _serial_inflation(values)
+    effective = effective_n(values)
     needed = math.ceil(TAIL_SAMPLES / (1 - q))
     return "" if effective >= needed else (
         f"a {statistic} of {effective:.0f} effective samples (judged from {needed}: {TAIL_SAMPLES} beyond it)")
