@@ -5,6 +5,7 @@ asking the driver; env says what each backend would use. The GPUs come from a st
 NVML (tests/standin/nvml/pynvml.py: MIG mode, the processes on a board), which the real frameworks here cannot
 use; what a backend makes of the boards is stood in where no framework here can say it."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -143,7 +144,36 @@ def test_a_gpu_the_backend_computes_on_is_chosen_and_this_machine_has_none(drive
     assert [g["uuid"] for g in choice["gpus_present"]] == [L40S.uuid] and choice["notices"] == []
     assert CHOICE_VARIABLE not in os.environ
     cuda_driver.forget()
-    assert gpu_gate.choose("tensorflow", cpu=False)["why"] == "the CUDA driver shows no GPU"  # this machine
+    with mock.patch.dict(os.environ, {"TF_CPP_MIN_LOG_LEVEL": "2"}):  # this machine: the choice is kept
+        assert gpu_gate.choose("tensorflow", cpu=False)["why"] == "the CUDA driver shows no GPU"
+        assert json.loads(os.environ[CHOICE_VARIABLE])["chosen"] == "cpu"
+        assert gpu_gate.choose("tensorflow", cpu=False, asker=pytest.fail)["why"] == "the CUDA driver shows no GPU"
+        assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
+
+
+def test_a_study_asks_the_driver_once_on_a_host_without_a_gpu(monkeypatch):
+    asked = []
+    monkeypatch.setattr(cuda_driver, "view", lambda: asked.append(1) or cuda_driver.DriverView())  # no driver
+    monkeypatch.setattr(cuda_driver, "host_view", cuda_driver.DriverView)
+    with mock.patch.dict(os.environ, {}):
+        for _ in range(3):  # the study's steps, each the parent's child, inherit the choice in the environment
+            gpu_gate.choose("tensorflow", cpu=False, asker=pytest.fail)
+    assert asked == [1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed")
+def test_a_cpu_run_prints_no_tensorflow_error_line_and_a_users_log_level_is_kept():
+    """TensorFlow logs "E ... failed call to cuInit" wherever CUDA has no device: a newcomer reads it as a failure,
+    and the gate has said already that the run is on the CPU."""
+    script = ("from l40sbench.backends.gpu_gate import choose; "
+              "choose('tensorflow', cpu=False); import tensorflow as tf; tf.config.list_physical_devices('GPU')")
+    for level, shown in (("2", False), ("0", True)):
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": level}
+        env.pop(CHOICE_VARIABLE, None)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=HANG_GUARD_SECONDS)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert any(" E " in line[:40] for line in done.stderr.splitlines()) is shown, done.stderr
 
 
 def test_a_driver_that_never_answers_stops_a_gpu_command_within_the_limit_and_env_says_so(driver, tmp_path):

@@ -36,6 +36,7 @@ from l40sbench.backends import cuda_driver
 from l40sbench.errors import UserError
 
 CHOICE_VARIABLE = "L40SBENCH_DEVICE_CHOICE"
+TF_LOG_VARIABLE, TF_LOG_DEFAULT = "TF_CPP_MIN_LOG_LEVEL", "2"  # the CLI's and run.sh's; a CPU choice sets 3
 BUILD_VARIABLE = "L40SBENCH_BUILD"  # run.sh: gpu, cpu or auto (the default: gpu where a driver shows a GPU)
 CPU = "cpu"
 CPU_ON_PURPOSE = "--devices cpu runs on the CPU on purpose"
@@ -246,15 +247,18 @@ def choose(backend: str | None, cpu: bool, asker=None, why_cpu: str = "--devices
         if problem:
             raise UserError(problem)
         present = [vars(d) for d in driver.devices]
-        if not present:
-            return {"chosen": "cpu", "why": "the CUDA driver shows no GPU", "gpus_present": [], "notices": []}
-        version, view = (asker or ask)(backend, driver)
-        if not view.gpus or view.failed:
-            raise UserError(refusal(backend, version, driver, view))
-        choice = {"chosen": "gpu", "why": f"{backend} computed on {view.gpus} of the driver's {len(present)} GPU(s)",
-                  "gpus_present": present, "gpus_hidden": len(host.devices) - len(present),
-                  "notices": notices(driver, host)}
-    os.environ[CHOICE_VARIABLE] = json.dumps(choice)
+        if present:
+            version, view = (asker or ask)(backend, driver)
+            if not view.gpus or view.failed:
+                raise UserError(refusal(backend, version, driver, view))
+            choice = {"chosen": "gpu", "why": f"{backend} computed on {view.gpus} of the driver's {len(present)} "
+                      "GPU(s)", "gpus_present": present, "gpus_hidden": len(host.devices) - len(present),
+                      "notices": notices(driver, host)}
+        else:
+            choice = {"chosen": "cpu", "why": "the CUDA driver shows no GPU", "gpus_present": [], "notices": []}
+    if choice["chosen"] == "cpu" and os.environ.get(TF_LOG_VARIABLE, TF_LOG_DEFAULT) == TF_LOG_DEFAULT:
+        os.environ[TF_LOG_VARIABLE] = "3"  # TensorFlow's "E ... failed call to cuInit" says only what the gate knows
+    os.environ[CHOICE_VARIABLE] = json.dumps(choice)  # kept: a study's steps and the sweep's workers ask nothing
     return choice
 
 

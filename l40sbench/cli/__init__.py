@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from l40sbench.backends.gpu_gate import TF_LOG_DEFAULT, TF_LOG_VARIABLE
 from l40sbench.cli import classify, compare, cost, datasets, detect, env, infer, report, study, synthetic
 from l40sbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
 from l40sbench.errors import UserError
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from l40sbench.core.startup import CommandClock
 
     CommandClock.start()  # time to first step counts from here (and from the process's start before it)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault(TF_LOG_VARIABLE, TF_LOG_DEFAULT)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
