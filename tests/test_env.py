@@ -55,7 +55,7 @@ def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses
     text = "\n".join(env._text(facts))
     assert f"NVML board 2: NVIDIA H200 {BOARDS[2][0]} 0000:3b:00.0 (used)" in text
     assert "backend jax's devices: cuda:0 NVIDIA H200 " + BOARDS[2][0] in text
-    assert text.startswith("* jax 0.11 would use: GPU 0 NVIDIA H200 140 GB\n  tensorflow: not installed\n")
+    assert text.startswith("* jax 0.11 would use: GPU 0 NVIDIA H200 140 GiB\n  tensorflow: not installed\n")
 
 
 def test_env_refuses_a_bad_flag_in_one_line():

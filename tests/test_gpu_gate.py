@@ -337,7 +337,7 @@ def test_env_lines_for_a_gpu_a_board_and_a_busy_host():
              "neighbours_now": {"reasons": ["spinner (pid 7) used 40 % of the machine's CPU time"]}}
     assert _first_lines(facts) == [
         "  tensorflow: not installed",
-        "* jax 0.12.0.1 would use: GPU 0 NVIDIA L40S 45 GB",
+        "* jax 0.12.0.1 would use: GPU 0 NVIDIA L40S 45 GiB",
         "CUDA driver: 12.8 (NVML driver 570.86); built for: jax CUDA 12",
         f"  NVIDIA L40S ({L40S.uuid}): power limit 350 W, SM clock 2520 of 2520 MHz",
         "host now: busy, figures taken now would be unstable: spinner (pid 7) used 40 % of the machine's CPU time",
@@ -377,7 +377,7 @@ def test_a_board_the_backend_skips_is_named_in_env_and_in_the_record(monkeypatch
     shown = cuda_driver.DriverView(True, "12.8", (k80, L40S))
     gpu = {"kind": "GPU", "index": 1, "model": "NVIDIA L40S", "uuid": L40S.uuid, "memory_mb": 46068.0}
     line = would_use("jax", {"installed": True, "version": "0.11", "devices": [gpu], "gpu_view": {"gpus": 1}}, shown)
-    assert line == f"jax 0.11 would use: GPU 1 NVIDIA L40S 45 GB; skips 1 x Tesla K80 (GPU 0): {k80.uuid}"
+    assert line == f"jax 0.11 would use: GPU 1 NVIDIA L40S 45 GiB; skips 1 x Tesla K80 (GPU 0): {k80.uuid}"
     monkeypatch.setattr(cuda_driver, "view", lambda: shown)
     monkeypatch.setattr(gpu_gate, "recorded", lambda: {"chosen": "gpu"})
     facts = backends.facts("jax")  # jax here lists the CPU alone: both boards are ones it does not list

@@ -16,7 +16,7 @@ from l40sbench.study.run import run_plan
 from tests.conftest import standin_driver
 
 GB = 1024.0
-THIS_HOST = memory.Room(22.9 * GB, "host RAM available now (22.9 of 23.5 GB)")  # this project's 24 GB host
+THIS_HOST = memory.Room(22.9 * GB, "host RAM available now (22.9 of 23.5 GiB)")  # this project's 24 GB host
 
 
 def test_the_fit_recovers_the_constants_that_made_its_rows():
@@ -55,7 +55,7 @@ def test_on_this_hosts_24_gb_the_protocols_faster_rcnn_resnet50_will_not_start_a
     marked = {step.name: step for step in plan.steps}
     big = marked["detect-faster_rcnn_resnet50"]
     assert not big.fits and big.peak_mb * memory.MARGIN > THIS_HOST.mb
-    assert big.memory.startswith(f"peak about {big.peak_mb / GB:.1f} GB of host RAM available now")
+    assert big.memory.startswith(f"peak about {big.peak_mb / GB:.1f} GiB of host RAM available now")
     smaller = int(big.memory.split("--batch-size ")[1].split()[0])
     assert 1 <= smaller < 16
     assert memory.estimate_mb("faster_rcnn_resnet50", smaller, 640, False, images=300) * memory.MARGIN <= THIS_HOST.mb
@@ -85,7 +85,7 @@ def test_on_a_gpu_the_room_is_the_smallest_boards_memory_and_the_host_process_is
         room = _room(True)
     finally:
         cuda_driver.forget()
-    assert room.mb == mb and room.of == f"the GPU's {mb / GB:.1f} GB ({name})"
+    assert room.mb == mb and room.of == f"the GPU's {mb / GB:.1f} GiB ({name})"
     plan = plans.build("l40s", plans.Machine(60_000.0, True, count, room))
     for step in plan.steps:
         model = step.argv[step.argv.index("--base") + 1]
@@ -102,10 +102,10 @@ def test_the_cpus_room_is_the_ram_available_or_a_containers_limit_when_smaller(t
     meminfo.write_text("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20480000 kB\n")
     limit, used = tmp_path / "memory.max", tmp_path / "memory.current"
     limit.write_text("max\n")
-    assert host_available_mb(meminfo, (limit,), (used,)) == (20000.0, "host RAM available now (19.5 of 23.4 GB)")
+    assert host_available_mb(meminfo, (limit,), (used,)) == (20000.0, "host RAM available now (19.5 of 23.4 GiB)")
     limit.write_text(str(8 * 2**30))
     used.write_text(str(2**30))
-    assert host_available_mb(meminfo, (limit,), (used,)) == (7 * GB, "the container's memory limit (8.0 GB, 7.0 GB left)")
+    assert host_available_mb(meminfo, (limit,), (used,)) == (7 * GB, "the container's memory limit (8.0 GiB, 7.0 GiB left)")
 
 
 def test_a_study_does_not_start_a_step_that_will_not_fit_and_its_row_says_what_would(tmp_path):

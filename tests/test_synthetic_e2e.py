@@ -47,7 +47,7 @@ def test_a_tiny_sweep_makes_both_table_shapes_and_marks_out_of_memory(tmp_path):
             assert row["utilisation"] == pytest.approx(row["achieved_tflops"] * 1e3 / peak_gflops)
             assert row["peak_memory_mb"] > 0 and row["scaling_efficiency"] > 0
         else:
-            assert "1.75 GB cap" in row["error"]
+            assert "1.75 GiB cap" in row["error"]
     assert record["env"]["peak"]["matmul"]["float32"]["gflops"] > 0
     assert len(_rows(out)) == 8
     # The study's two shapes: devices x models, and per device count batch size x models, "-*" where it ran out.

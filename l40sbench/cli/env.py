@@ -204,7 +204,7 @@ def would_use(name: str, block: dict, driver) -> str:
     if on_gpu:
         placed = {d.get("uuid") for d in on_gpu}  # a device without the driver's UUID cannot be placed: no claim
         skipped = [g for g in gpus if g["uuid"] not in placed] if None not in placed else []
-        return f"{head} " + "; ".join(f"GPU {d['index']} {d['model']}" + (f" {d['memory_mb'] / 1024:.0f} GB" if
+        return f"{head} " + "; ".join(f"GPU {d['index']} {d['model']}" + (f" {d['memory_mb'] / 1024:.0f} GiB" if
                                       d.get("memory_mb") else "") for d in on_gpu) + (
             f"; skips {shown_text(skipped)}: {', '.join(g['uuid'] for g in skipped)}" if skipped else "")
     cpu = f"{head} the CPU ({block['devices'][0]['model']})" if block["devices"] else f"{head} the CPU"

@@ -105,7 +105,7 @@ def _room(gpu: bool):
     boards = cuda_driver.devices()
     if gpu and boards:
         board = min(boards, key=lambda d: d.memory_mb)
-        return Room(board.memory_mb, f"the GPU's {board.memory_mb / 1024:.1f} GB ({board.name})")
+        return Room(board.memory_mb, f"the GPU's {board.memory_mb / 1024:.1f} GiB ({board.name})")
     return Room(*host_available_mb())
 
 

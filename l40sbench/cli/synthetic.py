@@ -63,7 +63,7 @@ def add(subparsers) -> None:
     p.add_argument("--warmup-steps", type=int, help="steps run before timing, excluded; at least 1, since the first traces and compiles "
                         "(default: 10)")
     p.add_argument("--steps", type=int, help="timed steps per configuration (default: 100)")
-    p.add_argument("--memory-limit", type=finite, metavar="GB",
+    p.add_argument("--memory-limit", type=finite, metavar="GiB",
                    help="memory cap per configuration: a logical-device limit per GPU, or the child's resident "
                         "memory on the CPU (cgroup where allowed, else a watchdog); over it is out of memory")
     p.add_argument("--timeout", type=finite, metavar="S", help="seconds a configuration may take (default: no limit)")

@@ -42,11 +42,11 @@ def host_available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup_files=CGROUP
         name, _, rest = line.partition(":")
         fields[name] = int(rest.split()[0]) / 1024 if rest.split() else 0.0
     available = fields.get("MemAvailable", fields.get("MemTotal", 0.0))
-    said = f"host RAM available now ({available / 1024:.1f} of {fields.get('MemTotal', 0.0) / 1024:.1f} GB)"
+    said = f"host RAM available now ({available / 1024:.1f} of {fields.get('MemTotal', 0.0) / 1024:.1f} GiB)"
     for limit_file, used_file in zip(cgroup_files, cgroup_used):
         limit = _number(limit_file)
         if limit is not None and limit < 2**60:
             left = (limit - (_number(used_file) or 0)) / 2**20
             if left < available:
-                return left, f"the container's memory limit ({limit / 2**30:.1f} GB, {left / 1024:.1f} GB left)"
+                return left, f"the container's memory limit ({limit / 2**30:.1f} GiB, {left / 1024:.1f} GiB left)"
     return available, said

@@ -112,7 +112,7 @@ def judge(model: str, batch: int, size: int, images: int, gpu: bool, room: Room)
     if peak * MARGIN <= room.mb:
         return peak, "", True
     smaller = [b for b in range(batch - 1, 0, -1) if peak_at(b) * MARGIN <= room.mb]
-    advice = (f"--batch-size {smaller[0]} would (about {peak_at(smaller[0]) / 1024:.1f} GB)"
+    advice = (f"--batch-size {smaller[0]} would (about {peak_at(smaller[0]) / 1024:.1f} GiB)"
               if smaller else f"no batch size fits at {size} px; a smaller --image-size would need less")
     verdict = "will not fit" if peak > room.mb else f"may not fit (the estimates hold within {round(100 * (MARGIN - 1))} %)"
-    return peak, f"peak about {peak / 1024:.1f} GB of {room.of}: {verdict}; {advice}", False
+    return peak, f"peak about {peak / 1024:.1f} GiB of {room.of}: {verdict}; {advice}", False

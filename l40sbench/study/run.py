@@ -84,7 +84,7 @@ def ended_by(code: int, log: Path) -> str:
         return f"exit {code}: {_last_error(log)}"
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (f"killed by SIGKILL at '{_last_error(log)}': most likely the kernel's out-of-memory killer (this host "
-            f"has {memory:.0f} GB; `dmesg` names it); a smaller --batch-size or --image-size needs less")
+            f"has {memory:.0f} GiB; `dmesg` names it); a smaller --batch-size or --image-size needs less")
 
 
 def pace(plan: Plan, outcomes: list[Outcome]) -> float:

@@ -60,7 +60,7 @@ def run_job(job: Job, config: SweepConfig, gpu: bool) -> Row:
         extra["after_its_row"] = "passed the memory cap" if outcome.over_memory else "passed --timeout"
         return dataclasses.replace(Row.from_dict(values), extra={**values.get("extra", {}), **extra})
     if outcome.over_memory:
-        row = failed_row(job, "oom", f"resident memory passed the {job.settings.memory_limit_gb:g} GB cap "
+        row = failed_row(job, "oom", f"resident memory passed the {job.settings.memory_limit_gb:g} GiB cap "
                                      f"(--memory-limit, enforced by {outcome.enforcement})",
                          device_kind=kind, workers=workers, seconds=outcome.seconds)
     elif outcome.timed_out:
