@@ -184,7 +184,7 @@ def test_across_a_cpu_and_a_gpu_nothing_is_judged_and_the_devices_are_named(tiny
                           "matmul": {"float32": {"gflops": 60e3}, "tf32": {"gflops": 400e3}}}
     result = compare.compare([record], [gpu])
     (machine,) = result.machines
-    assert machine.startswith("not comparable: the devices differ (CPU -> GPU NVIDIA H200)") and "none judged" in machine
+    assert machine.startswith("not comparable: the devices differ (CPU -> GPU NVIDIA H200)") and "shown as measured, not judged" in machine
     assert result.rows and not result.regressions and result.not_comparable
     own = [r for r in result.rows if r.line.startswith("classify vgg19")]
     assert own and all(r.verdict == "shown as measured, not judged (the devices differ)" for r in own)

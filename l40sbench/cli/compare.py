@@ -32,8 +32,8 @@ def add(subparsers) -> None:
             "significantly worse beyond the tolerance (and the machine does not explain it), an accuracy fell "
             "beyond --accuracy-tolerance, or a configuration that ran now fails; 2 bad input; 3 not "
             "comparable: some rows ran on different kinds of device or GPU models (an L40S and an H100, a MIG "
-            "instance and its board): their figures and statuses are shown, none judged, and no row judged "
-            "elsewhere regressed. Each side is a result file, a run folder or a "
+            "instance and its board): their figures and statuses are shown, not judged, and no row judged "
+            "elsewhere (on the same kind of device on both sides) regressed. Each side is a result file, a run folder or a "
             "reference (l40s, leadergpu-2017)."
         ),
     )
@@ -92,8 +92,10 @@ def run(args) -> int:
               + "; ".join(f"{r.line} {r.figure}" for r in result.regressions))
         return 1
     if result.not_comparable:
+        judged = sum(r.basis != compare.SHOWN for r in result.rows)
         print("NOT COMPARABLE: rows ran on different kinds of device or GPU models; their figures are shown, "
-              "not judged (exit 3)")
+              "not judged (exit 3)" + (f"; the {judged} figure(s) judged ran on the same kind of device on both "
+                                       "sides" if judged else ""))
         return EXIT_NOT_COMPARABLE
     noise = sum(r.verdict.startswith("within noise") for r in result.rows)
     print(f"no regression: none significantly worse beyond {args.tolerance:g} % (accuracy "

@@ -29,7 +29,8 @@ row's precision that differ, confirmed by the runs' own matmul bursts) may expla
 the peak governs (GOVERNS): it becomes "explained by the machine" only if its interval (or value) divided by
 the machine's factor falls back within the tolerance; otherwise it stays WORSE (a machine 2x slower does not
 explain a latency 4.8x). With `raw` no figure is explained. Rows on different kinds of device or GPU models
-are not comparable: every figure and status is shown as measured and none judged. A row from a record the
+are not comparable: their figures and statuses are shown as measured, not judged (rows of the same records
+that ran on the same kind of device on both sides, a GPU host's CPU runtimes, are judged there). A row from a record the
 stability guard called unstable says so.
 """
 

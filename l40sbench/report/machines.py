@@ -71,9 +71,9 @@ def read(b: Line, n: Line, tolerance: float) -> Machines:
     from l40sbench.core.utilisation import FALLBACK
 
     if b.device and n.device and b.device != n.device and "GPU" in (b.device[:3], n.device[:3]):
-        return Machines(None, f"not comparable: the {DEVICES_DIFFER} ({b.device} -> {n.device}); every figure is "
-                              "shown as measured and none judged (a peak does not make different devices "
-                              "comparable)")
+        return Machines(None, f"not comparable: the {DEVICES_DIFFER} ({b.device} -> {n.device}); the rows that "
+                              "ran on them are shown as measured, not judged (a peak does not make different "
+                              "devices comparable)")
     bound = 1 + tolerance / 100
     bursts = bursts_slower(b, n)
     busier = ""
