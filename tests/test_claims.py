@@ -93,3 +93,24 @@ def test_a_claim_runs_functions_and_commands_in_fresh_processes_and_says_why_one
     assert figures.kept_peak() == {"L40SBENCH_PEAK_FILE": str(kept)}
     with pytest.raises(RuntimeError, match="l40sbench classify --base no-such-base: exit 2; its last line: .*no-such"):
         figures.suite(["classify", "--base", "no-such-base"])
+
+
+def test_a_claim_past_its_limit_is_ended_in_one_line_and_the_others_run(tmp_path, monkeypatch):
+    import dataclasses
+
+    from benchmarks.claims import load_all, runner
+
+    claims = load_all()
+    hung = dataclasses.replace(claims.get("interval-coverage"), limit_s=0.5)  # its interpreter is still starting
+    monkeypatch.setattr(runner, "load_all", lambda: type("Two", (), {"get": staticmethod(
+        lambda name: hung if name == hung.name else claims.get(name))}))
+    from l40sbench.peak import measure
+
+    monkeypatch.setattr(measure, "measure_env", lambda log: {"matmul": {}})  # the peak is not what is tested here
+    said: list[str] = []
+    with pytest.raises(runner.ClaimFailed, match=r"1 of 2 claims failed \(interval-coverage\)"):
+        runner.run(["interval-coverage", "interval-cost"], True, tmp_path, True, said.append)
+    (failed,) = [line for line in said if "failed:" in line]
+    assert failed.strip() == ("failed: interval-coverage: no answer within its limit of 0.5 s: ended, with the "
+                              "processes it started")
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["interval-cost.json"]

@@ -88,6 +88,8 @@ class Claim:
       headline: the figure whose 95 % interval the table shows.
       text: the table's figure cell, a str.format template of the figures (see Shown) and the labels.
       sizes, quick: the default sizes and --quick's (seconds to minutes each, to find a claim whose code broke).
+      limit_s: the seconds its process may take; past them it is ended with its children, said in one line, and
+        the other claims run (the longest measured today, loadgen, takes about 18 minutes).
     """
 
     name: str
@@ -99,6 +101,7 @@ class Claim:
     text: str
     sizes: dict = field(default_factory=dict)
     quick: dict = field(default_factory=dict)
+    limit_s: float = 3600.0
 
     def function(self) -> Callable[[dict], dict]:
         """The body (its module imported now)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,13 +69,20 @@ def _child(claim: Claim, sizes: dict, peak: dict) -> dict:
     """The claim's figures, measured in a fresh interpreter; the suite commands it runs read `peak`.
 
     Raises:
-      RuntimeError: the claim's body failed (its last line).
+      RuntimeError: the claim's body failed (its last line), or took more than its limit_s (ended with its
+        children).
     """
+    from l40sbench.core import child
+
     with tempfile.TemporaryDirectory() as folder:
         out, kept = Path(folder) / "figures.json", Path(folder) / "peak.json"
         kept.write_text(json.dumps(peak))
-        done = subprocess.run([sys.executable, "-m", "benchmarks", "_one", claim.name, json.dumps(sizes), str(out)],
-                              cwd=REPO, capture_output=True, text=True, env={**os.environ, PEAK_VARIABLE: str(kept)})
+        done = child.run([sys.executable, "-m", "benchmarks", "_one", claim.name, json.dumps(sizes), str(out)],
+                         timeout_s=claim.limit_s, memory_limit_mb=None, env={**os.environ, PEAK_VARIABLE: str(kept)},
+                         cwd=REPO)
+        if done.timed_out:
+            raise RuntimeError(f"{claim.name}: no answer within its limit of {claim.limit_s:g} s: ended, with the "
+                               "processes it started")
         if done.returncode != 0 or not out.is_file():
             lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
             raise RuntimeError(f"{claim.name}: {lines[-1]}")

@@ -155,7 +155,7 @@ def _own_cgroup(version: int) -> str | None:
 
 def run(command: list[str], *, timeout_s: float | None, memory_limit_mb: float | None,
         env: dict | None = None, try_cgroup: bool = True,
-        tick: tuple[float, Callable[[], None]] | None = None) -> Outcome:
+        tick: tuple[float, Callable[[], None]] | None = None, cwd: Path | None = None) -> Outcome:
     """Runs command to completion, the time limit or the memory cap, whichever comes first.
 
     try_cgroup=False leaves the cap to the watchdog alone (what a machine without
@@ -172,7 +172,7 @@ def run(command: list[str], *, timeout_s: float | None, memory_limit_mb: float |
             cgroup.enter()
 
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
         preexec_fn=before_exec, start_new_session=True,
     )
     state = {"peak": 0.0, "over": False}
