@@ -1,5 +1,6 @@
 import dataclasses
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -177,9 +178,10 @@ def assert_utilisation_wiring(result):
     assert 0 < u["train"] <= 1 and 0 < u["inference"] <= INFERENCE_UTILISATION_BOUND
 
 
-def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
-    """Runs the CLI with `--epochs 500`, sends SIGINT once epoch 2 is logged: exit 130, no
-    traceback, and result.json keeps every finished epoch with complete: false."""
+def assert_ctrl_c_keeps_finished_epochs(out_dir, *args, stop: str = "SIGINT"):
+    """Runs the CLI with `--epochs 500`, sends SIGINT (Ctrl-C; or `stop`: SIGTERM, as a spot instance is taken
+    back) once epoch 2 is logged: exit 130, no traceback, one line naming the stop, and result.json keeps every
+    finished epoch with complete: false and the signal."""
     import json
     import signal
 
@@ -194,14 +196,16 @@ def assert_ctrl_c_keeps_finished_epochs(out_dir, *args):
         for line in process.stderr:
             if line.startswith("epoch 2/500"):
                 break
-        process.send_signal(signal.SIGINT)
+        process.send_signal(getattr(signal, stop))
         rest = process.stderr.read()
         assert process.wait(timeout=120) == 130, rest[-3000:]
     finally:
         process.kill()
-    assert "Traceback" not in rest and "kept in" in rest
+    said = "interrupted" if stop == "SIGINT" else f"stopped by {stop}"
+    assert "Traceback" not in rest and re.search(rf"^{said}: \d+ finished epoch\(s\) kept in .*\(complete: false\)$",
+                                                 rest.strip().splitlines()[-1]), rest[-3000:]
     result = json.loads((out_dir / "result.json").read_text())
-    assert result["complete"] is False and result["inference"] is None
+    assert result["complete"] is False and result["inference"] is None and result["stopped_by"] == stop
     train = result["train"]
     assert train["epochs"] >= 2 and len(train["epoch_seconds"]) == len(train["loss_per_epoch"]) == train["epochs"]
 

@@ -232,9 +232,11 @@ def test_unavailable_imagenet_falls_back_to_random_without_hanging(spec_class, r
     assert len(messages) == 1 and reason in messages[0] and "random initialisation" in messages[0]
 
 
-def test_ctrl_c_keeps_finished_epochs(tmp_path):
+def test_sigterm_keeps_finished_epochs_as_ctrl_c_does(tmp_path):
+    """A spot instance taken back (SIGTERM): the same one line, the record kept and marked. Ctrl-C's own path:
+    tests/test_detect_learning.py."""
     assert_ctrl_c_keeps_finished_epochs(tmp_path / "interrupted", "classify", "--base", "vgg19", "--image-size", 32,
-                                        "--limit", 16, "--batch-size", 4, "--weights", "none")
+                                        "--limit", 16, "--batch-size", 4, "--weights", "none", stop="SIGTERM")
 
 
 def test_crash_mid_training_keeps_finished_epochs(tmp_path, monkeypatch):

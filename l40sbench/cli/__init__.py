@@ -49,21 +49,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"l40sbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        log("interrupted")
+        from l40sbench.core.stops import what
+
+        log(what())
         return EXIT_INTERRUPTED
 
 
 def run() -> None:
     """The console script and `python -m l40sbench`: main(), then the process's exit.
 
-    After an interrupt everything measured is on disk, but TensorFlow's own threads (an input pipeline's,
+    After an interrupt (Ctrl-C, SIGTERM, SIGHUP: core.stops) everything measured is on disk, but TensorFlow's own threads (an input pipeline's,
     a training loop's) may still be running: tearing the interpreter down under them can abort the process
     (SIGABRT instead of exit 130, under load). So an interrupted
     run leaves at once, its output flushed.
     """
+    from l40sbench.core import stops
     from l40sbench.core.startup import CommandClock
 
     CommandClock.whole_process = True  # this process runs this one command: its start counts
+    stops.install()  # SIGTERM and SIGHUP stop it as Ctrl-C does: what was measured is saved
     code = main()
     if code == EXIT_INTERRUPTED:
         sys.stdout.flush()

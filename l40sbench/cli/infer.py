@@ -191,14 +191,18 @@ def run(args) -> int:
     saved: dict = {}
 
     def save(record: dict) -> None:
-        saved["path"] = write_result(folder, record)
+        saved["path"], saved["record"] = write_result(folder, record), record
 
     try:
         with output_dir_for(folder) if args.model is not None else contextlib.nullcontext():
             record = measure(load, save)
     except KeyboardInterrupt:
+        from l40sbench.core.stops import signal_name, what
+
+        if "path" in saved:
+            save({**saved["record"], "stopped_by": signal_name()})
         kept = f"; the rows and tests finished so far are in {saved['path']}" if "path" in saved else ""
-        log(f"interrupted{kept}")
+        log(f"{what()}{kept}")
         return EXIT_INTERRUPTED
     print()
     print(f"Inference by runtime: {record['base']} from {args.model or args.run_dir} (batch 1, fastest first; "

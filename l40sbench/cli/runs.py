@@ -83,16 +83,19 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
         if collect is not None:
             collect.append(result)
     except KeyboardInterrupt:
+        from l40sbench.core.stops import signal_name, what
+
         if "path" in saved:
-            record = saved["record"]
+            record = {**saved["record"], "stopped_by": signal_name()}
+            save(record)
             rows = len((record.get("inference") or {}).get("runtimes") or ())
             if record.get("complete") and rows:  # training and tf's probe were done: a runtime was stopped
-                log(f"interrupted: the run and {rows} runtime row(s) kept in {saved['path']}")
+                log(f"{what()}: the run and {rows} runtime row(s) kept in {saved['path']}")
             else:
-                log(f"interrupted: {record['train']['epochs']} finished epoch(s) kept in {saved['path']} "
+                log(f"{what()}: {record['train']['epochs']} finished epoch(s) kept in {saved['path']} "
                      "(complete: false)")
         else:
-            log("interrupted before anything was measured")
+            log(f"{what()} before anything was measured")
         return EXIT_INTERRUPTED
     print()
     print(tables.environment_block(result["env"]))

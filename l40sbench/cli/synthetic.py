@@ -154,8 +154,10 @@ def _run_sweep(config, resume: bool) -> int:
         with output_dir_for(config.output_dir) if config.is_chief else contextlib.nullcontext():
             result = sweep.run_sweep(config, log=log, resume=resume, on_result=on_result).to_dict()
     except KeyboardInterrupt:
+        from l40sbench.core.stops import what
+
         kept = len(store.load_rows(config.output_dir)) if config.is_chief else 0
-        log(f"interrupted: {kept} finished configuration(s) kept in {config.output_dir / store.ROWS_FILE}; "
+        log(f"{what()}: {kept} finished configuration(s) kept in {config.output_dir / store.ROWS_FILE}; "
              f"`l40sbench synthetic --resume {config.output_dir}` runs the rest")
         return EXIT_INTERRUPTED
     if not config.is_chief:

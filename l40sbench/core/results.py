@@ -231,6 +231,8 @@ class RunResult:
     memory: dict = field(default_factory=dict)
     # what bounds training: input alone, step alone and steady rates, the verdict, the sizing (core.bound)
     bound: dict = field(default_factory=dict)
+    # the signal that stopped the run before its end (core.stops: SIGINT, SIGTERM, SIGHUP); None otherwise
+    stopped_by: str | None = None
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, **asdict(self)}
