@@ -20,6 +20,7 @@ from l40sbench.classify.config import ClassifyConfig
 from l40sbench.classify.model import build_base, build_classifier, file_facts, file_scaling, spec_for
 from l40sbench.classify.probe import TEST_METRIC, measure_inference
 from l40sbench.classify.standin import ensure_standin, standin_path
+from l40sbench.core.records import written_whole
 from l40sbench.core.results import DatasetInfo
 from l40sbench.core.task import Built, Data, Flops, Probe
 from l40sbench.core.text import Log
@@ -245,7 +246,8 @@ class ClassifyTask:
             return None  # the other runtimes take their models through TensorFlow's exporters
         model_file = config.output_dir / cl_runtimes.MODEL_FILE
         log(f"saving the fine-tuned model to {model_file} (for `infer` and the other runtimes) ...")
-        built.model.save(model_file)
+        with written_whole(model_file) as partial:
+            built.model.save(partial)
         return self._rows(built.model, data.splits, probe, model_file, config, (data.feed or {}).get("test"))
 
     def _rows(self, model, images: folders.ImageSet, probe: Probe, model_file: Path, config: ClassifyConfig,

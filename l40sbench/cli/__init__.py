@@ -13,7 +13,7 @@ import sys
 
 from l40sbench.backends.gpu_gate import TF_LOG_DEFAULT, TF_LOG_VARIABLE
 from l40sbench.cli import classify, compare, cost, datasets, detect, env, infer, report, study, synthetic
-from l40sbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
+from l40sbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
 from l40sbench.errors import UserError
 
 # In the order `--help` lists them.
@@ -48,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"l40sbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # a full disk where no command said more (classify and detect say what they kept)
+        from l40sbench.core.records import disk_full, full_disk_line
+
+        if not disk_full(exc):
+            raise
+        print(f"l40sbench: error: {full_disk_line(exc, None)}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         from l40sbench.core.stops import what
 

@@ -17,6 +17,7 @@ from l40sbench.backends.cuda_driver import LIMIT_SECONDS
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
+EXIT_FAILED = 1  # the command could not finish (a full disk): what it measured is kept
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 

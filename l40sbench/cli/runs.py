@@ -7,7 +7,7 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from l40sbench.cli.common import EXIT_INTERRUPTED, log, output_dir_for, run_id
+from l40sbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, log, output_dir_for, run_id
 from l40sbench.errors import UserError
 
 
@@ -82,6 +82,13 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
             result = run_task(task, config, log=log, save=save).to_dict()
         if collect is not None:
             collect.append(result)
+    except OSError as exc:
+        from l40sbench.core.records import disk_full, full_disk_line
+
+        if not disk_full(exc):
+            raise
+        log(f"l40sbench: error: {full_disk_line(exc, output_dir)}")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         from l40sbench.core.stops import signal_name, what
 

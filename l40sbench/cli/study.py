@@ -238,6 +238,7 @@ def _run_study(args, plan, root: Path, state: dict, started: float) -> int:
 
 def _write_report(root: Path, plan, outcomes, folders, price: float | None, budget: dict | None = None
                   ) -> tuple[Path, str]:
+    from l40sbench.core.records import write_atomic
     from l40sbench.core.text import markdown_table
     from l40sbench.reference import load as load_reference
     from l40sbench.report.document import write_report
@@ -285,5 +286,5 @@ def _write_report(root: Path, plan, outcomes, folders, price: float | None, budg
     text = [f"# Study {plan.study} on this machine", "", "## This machine beside the study", "", *verdict, "",
             f"The studies' tables and plots: {report.relative_to(root)}" if report else "No step finished."]
     path = root / "report.md"
-    path.write_text("\n".join(text) + "\n")
+    write_atomic(path, "\n".join(text) + "\n")
     return path, "\n".join(verdict)

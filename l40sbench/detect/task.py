@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from l40sbench.backends.tf_flops import COUNTER
-from l40sbench.core.records import to_json, write_atomic
+from l40sbench.core.records import to_json, write_atomic, written_whole
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.task import Built, Data, Flops, Probe
 from l40sbench.core.text import Log
@@ -246,7 +246,8 @@ class DetectTask:
         model, signatures, trainer = serving[0].model, serving[1], built.state
         if trainer.placement.workers > 1:
             model, signatures = garden.local_copy(trainer.experiment, trainer.task, model, config.image_size)
-        garden.save_serving(model, signatures, saved_model)
+        with written_whole(saved_model) as partial:
+            garden.save_serving(model, signatures, partial)
         built.notes["export_dir"] = str(saved_model.resolve())
         if config.output_dir is None:
             return None

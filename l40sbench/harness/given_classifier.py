@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from l40sbench.core.records import written_whole
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
@@ -65,7 +66,8 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
     if given.kind == "keras" or (given.kind == "savedmodel" and not decided.mode.identity):
         # the folder holds its model as a classify run's does (`infer RUN_DIR` times it again); uint8 in, scaled
         artifact = Path(config.output_dir) / cl_runtimes.MODEL_FILE
-        model.save(artifact)  # what every child of tf loads
+        with written_whole(artifact) as partial:
+            model.save(partial)  # what every child of tf loads
 
     def reference(sync, log: Log) -> tuple:
         if model is not None:

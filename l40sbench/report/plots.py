@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from l40sbench.core.records import written_whole
+
 DPI = 110
 
 
@@ -27,7 +29,8 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    with written_whole(path) as partial:
+        fig.savefig(partial, dpi=DPI)
     _pyplot().close(fig)
     return path
 
@@ -154,7 +157,8 @@ def throughput_vs(curves: dict[str, dict[str, list[tuple[int, float]]]], path: P
                bbox_to_anchor=(0.5, 0.0))
     height = fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, (0.3 + 0.2 * math.ceil(len(labels) / 3)) / height, 1, 1 - 0.4 / height))
-    fig.savefig(path, dpi=DPI)
+    with written_whole(path) as partial:
+        fig.savefig(partial, dpi=DPI)
     plt.close(fig)
     return path
 

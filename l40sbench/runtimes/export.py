@@ -53,8 +53,17 @@ def litert_options(precision: str) -> tuple[dict, str]:
 
 
 def _timed(path: Path, exporter: str, precision: str, work) -> Artifact:
+    """An exporter's `work` writing `path`, timed; what it wrote is removed where it fails (a full disk): no half
+    of a model is left in the folder (an OpenVINO model is its .xml and the .bin beside it)."""
+    from l40sbench.core.records import remove
+
     started = time.perf_counter()
-    work()
+    try:
+        work()
+    except BaseException:
+        for written in (path, path.with_suffix(".bin")) if path.suffix == ".xml" else (path,):
+            remove(written)
+        raise
     seconds = time.perf_counter() - started
     if not path.exists():
         raise RuntimeError(f"{exporter} wrote nothing at {path}")
