@@ -6,16 +6,13 @@ from pathlib import Path
 
 from l40sbench.classify.bases import BASES
 from l40sbench.cli import input_flags
-from l40sbench.cli.common import (
-    add_device_flags,
+from l40sbench.cli.common import make_config
+from l40sbench.cli.device_flags import add_device_flags, add_xla_flag, backend_flag, device_counts
+from l40sbench.cli.run_flags import (
     add_preprocess_flag,
     add_run_flags,
     add_runtime_flags,
-    add_xla_flag,
-    backend_flag,
     data_flags,
-    device_counts,
-    make_config,
     preprocess_without_model,
 )
 from l40sbench.cli.runs import run_device_counts

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from l40sbench.cli.common import figure, finite
+from l40sbench.cli.common import figure
+from l40sbench.cli.values import finite
 from l40sbench.errors import UserError
 
 EXIT_NOT_COMPARABLE = 3  # every figure shown, none judged: different kinds of device or GPU models

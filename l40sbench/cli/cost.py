@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import Renamed, finite
+from l40sbench.cli.common import Renamed
+from l40sbench.cli.values import finite
 from l40sbench.errors import UserError
 
 

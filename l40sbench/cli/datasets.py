@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from l40sbench.cli.common import Parser, add_tfds_flags, data_flags, log
+from l40sbench.cli.common import Parser, log
+from l40sbench.cli.run_flags import add_tfds_flags, data_flags
 
 
 def add(subparsers) -> None:

@@ -5,19 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from l40sbench.cli import input_flags
-from l40sbench.cli.common import (
-    add_device_flags,
-    add_run_flags,
-    add_runtime_flags,
-    add_xla_flag,
-    backend_flag,
-    data_flags,
-    device_counts,
-    finite,
-    make_config,
-    name_list,
-)
+from l40sbench.cli.common import make_config
+from l40sbench.cli.device_flags import add_device_flags, add_xla_flag, backend_flag, device_counts
+from l40sbench.cli.run_flags import add_run_flags, add_runtime_flags, data_flags
 from l40sbench.cli.runs import run_device_counts
+from l40sbench.cli.values import finite, name_list
 
 
 def add(subparsers) -> None:

@@ -276,7 +276,7 @@ def run(args) -> int:
 
     backend = requested(args.backend)
     if args.peak:
-        from l40sbench.cli.common import gate_devices
+        from l40sbench.cli.device_flags import gate_devices
 
         gate_devices(args, backend)
         log(f"measuring this device's peak on {backend} ...")

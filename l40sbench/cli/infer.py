@@ -5,23 +5,17 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from l40sbench.cli.common import (
-    EXIT_INTERRUPTED,
-    add_cpu_flag,
+from l40sbench.cli.common import EXIT_INTERRUPTED, log, make_config, output_dir_for, run_id
+from l40sbench.cli.device_flags import add_cpu_flag, gate_devices, one_device
+from l40sbench.cli.loadgen_flags import add_scenario_flags, load_config
+from l40sbench.cli.run_flags import (
     add_preprocess_flag,
     add_runtime_flags,
     add_tfds_flags,
     data_flags,
-    finite,
-    gate_devices,
-    log,
-    make_config,
-    one_device,
-    output_dir_for,
     preprocess_without_model,
-    run_id,
 )
-from l40sbench.cli.loadgen_flags import add_scenario_flags, load_config
+from l40sbench.cli.values import finite
 from l40sbench.errors import UserError
 from l40sbench.modelfile.files import LAYOUTS
 

@@ -3,7 +3,8 @@ make."""
 
 from __future__ import annotations
 
-from l40sbench.cli.common import Renamed, finite, float_list, int_list, name_list
+from l40sbench.cli.common import Renamed
+from l40sbench.cli.values import finite, float_list, int_list, name_list
 from l40sbench.errors import UserError
 
 

@@ -11,18 +11,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from l40sbench.cli.common import (
-    Renamed,
+from l40sbench.cli.common import Renamed, log, prepare_output_dir
+from l40sbench.cli.device_flags import (
     add_backend_flag,
     add_cpu_flag,
     add_xla_flag,
-    finite,
     gate_devices,
     keep_device_choice,
-    log,
     one_device,
-    prepare_output_dir,
 )
+from l40sbench.cli.values import finite
 from l40sbench.cost import UNIT_SECONDS
 from l40sbench.errors import UserError
 

@@ -6,23 +6,17 @@ import contextlib
 import os
 from pathlib import Path
 
-from l40sbench.cli.common import (
+from l40sbench.cli.common import EXIT_INTERRUPTED, log, make_config, output_dir_for, run_id
+from l40sbench.cli.device_flags import (
     CPU_DEVICES,
     CPU_HELP,
-    EXIT_INTERRUPTED,
     add_backend_flag,
     backend_flag,
     device_list,
-    finite,
     gate_devices,
-    int_list,
     keep_device_choice,
-    log,
-    make_config,
-    name_list,
-    output_dir_for,
-    run_id,
 )
+from l40sbench.cli.values import finite, int_list, name_list
 from l40sbench.errors import UserError
 from l40sbench.settings import PRECISIONS
 
