@@ -53,21 +53,14 @@ def _json(path: Path) -> dict | None:
 
 def machine() -> dict:
     facts = {"host_cpu": platform.processor() or platform.machine(), "python": platform.python_version()}
-    try:
-        import pynvml
+    from l40sbench.backends.nvml_boards import read
 
-        pynvml.nvmlInit()
-        boards = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            boards.append({"name": pynvml.nvmlDeviceGetName(h), "uuid": pynvml.nvmlDeviceGetUUID(h),
-                           "memory_gib": pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**30,
-                           "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000,
-                           "max_sm_clock_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
-                           "max_memory_clock_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM)})
-        facts.update(driver=pynvml.nvmlSystemGetDriverVersion(), boards=boards)
-    except Exception as error:  # noqa: BLE001 - a CPU rehearsal, or a driver NVML cannot read
-        facts["nvml"] = f"unavailable ({type(error).__name__}: {error})"
+    nvml = read()  # a CPU rehearsal, or a driver NVML cannot read: why, instead of the boards
+    keys = ("name", "uuid", "memory_gib", "power_limit_w", "max_sm_clock_mhz", "max_memory_clock_mhz")
+    if nvml.said:
+        facts["nvml"] = f"unavailable ({nvml.said})"
+    else:
+        facts.update(driver=nvml.driver, boards=[{k: b[k] for k in keys} for b in nvml.boards])
     return facts
 
 

@@ -73,24 +73,24 @@ def _backend(name: str, timeout: float) -> tuple[list, str | None]:
 
 def _nvml(free_gib: float) -> tuple[list[str], list[str]]:
     """(what NVML read, what is wrong) for every board it sees."""
-    try:
-        import pynvml
+    from l40sbench.backends.nvml_boards import read
 
-        pynvml.nvmlInit()
-    except Exception as error:  # noqa: BLE001 - no driver, no library: one line either way
-        return [], [f"NVML does not start ({type(error).__name__}: {error})"]
-    seen, wrong = [f"driver {pynvml.nvmlSystemGetDriverVersion()}"], []
-    for index in range(pynvml.nvmlDeviceGetCount()):
-        board = pynvml.nvmlDeviceGetHandleByIndex(index)
-        memory = pynvml.nvmlDeviceGetMemoryInfo(board)
-        limit = pynvml.nvmlDeviceGetPowerManagementLimit(board) / 1000
-        seen.append(f"board {index} {pynvml.nvmlDeviceGetName(board)}: {memory.free / 2**30:.1f} of "
-                    f"{memory.total / 2**30:.1f} GiB free, power limit {limit:.0f} W")
-        if memory.free / 2**30 < free_gib:
-            wrong.append(f"board {index} has {memory.free / 2**30:.1f} GiB free, under the {free_gib:g} GiB wanted")
-    if len(seen) == 1:
+    nvml = read()
+    if nvml.said:
+        return [], [nvml.said]
+    seen, wrong = [f"driver {nvml.driver}"], []
+    for b in nvml.boards:
+        free, total, limit = b["memory_free_gib"], b["memory_gib"], b["power_limit_w"]
+        if free is None:
+            seen.append(f"board {b['index']} {b['name']}: NVML does not say its memory")
+            wrong.append(f"board {b['index']}: NVML does not say its free memory")
+            continue
+        seen.append(f"board {b['index']} {b['name']}: {free:.1f} of {total:.1f} GiB free, power limit "
+                    + (f"{limit:.0f} W" if limit is not None else "not said"))
+        if free < free_gib:
+            wrong.append(f"board {b['index']} has {free:.1f} GiB free, under the {free_gib:g} GiB wanted")
+    if not nvml.boards:
         wrong.append("NVML sees no board")
-    pynvml.nvmlShutdown()
     return seen, wrong
 
 

@@ -20,6 +20,7 @@ from l40sbench.core.telemetry import (
     phase_summary,
     throttle_reasons,
 )
+from tests.conftest import REPO
 
 
 def test_a_counter_that_wraps_between_two_readings():
@@ -178,14 +179,15 @@ def test_a_framework_gpu_is_placed_on_its_board_by_name_and_a_skipped_board_is_n
     """TensorFlow skips a board below its compute capability: its GPU:0 and GPU:1 are CUDA devices 1 and 2 here,
     not 0 and 1, and the K80 is the board it skipped."""
     from l40sbench.backends import cuda_driver
-    from l40sbench.backends.cuda_driver import CudaDevice, place
+    from l40sbench.backends.cuda_driver import CudaDevice
+    from l40sbench.backends.device_match import gpu_device, place
 
     shown = (CudaDevice(0, BOARDS[0][0], "Tesla K80", 11441.0), CudaDevice(1, BOARDS[1][0], "NVIDIA L40S", 46068.0),
              CudaDevice(2, BOARDS[2][0], "NVIDIA L40S", 46068.0))
     monkeypatch.setattr(cuda_driver, "devices", lambda: shown)
     placed, skipped = place(["NVIDIA L40S", "NVIDIA L40S"])
     assert [d.ordinal for d in placed] == [1, 2] and skipped == [shown[0]]
-    device = cuda_driver.gpu_device(placed[0], 0, "/physical_device:GPU:0", "NVIDIA L40S")
+    device = gpu_device(placed[0], 0, "/physical_device:GPU:0", "NVIDIA L40S")
     assert (device.index, device.uuid) == (1, BOARDS[1][0])
     assert place(["NVIDIA H100"])[0] == [shown[0]]  # a name the driver does not give: the next ordinal
 
@@ -424,3 +426,35 @@ def test_training_energy_is_the_steady_epochs_at_the_epoch_clocks_instants(tmp_p
     assert got["first epoch"]["energy_j"] == pytest.approx(100.0 * clock.epoch_seconds[0], rel=1e-3)
     between = (last - first) - sum(clock.epoch_seconds)  # the scoring's sleeps, however long the host made them
     assert got["between epochs (scoring, saves)"]["energy_j"] == pytest.approx(100.0 * between, rel=1e-3)
+
+
+def test_nvmls_boards_are_read_once_for_the_driver_view_the_preflight_and_the_pack(monkeypatch):
+    """One reading of NVML's list (backends.nvml_boards): an H200 host of four boards, one busy; gpu/preflight.py
+    judges its free memory and gpu/pack.py keeps its facts from that reading; a missing call is None."""
+    import sys
+
+    from l40sbench.backends import nvml_boards
+
+    nvml = _fake_nvml()
+    nvml.nvmlDeviceGetMemoryInfo = lambda h: SimpleNamespace(total=141 * 2**30, free=(20 if h == 1 else 140) * 2**30)
+    nvml.nvmlDeviceGetPowerManagementLimit = lambda h: 700_000
+    nvml.nvmlDeviceGetMaxClockInfo = lambda h, kind: 1980 if kind == 1 else 3201
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    found = nvml_boards.read()
+    assert found.said is None and found.driver == "580.65" and len(found.boards) == 4
+    busy = found.boards[1]
+    assert (busy["uuid"], busy["memory_gib"], busy["memory_free_gib"], busy["power_limit_w"]) == (
+        BOARDS[1][0], 141.0, 20.0, 700.0)
+    assert (busy["max_sm_clock_mhz"], busy["max_memory_clock_mhz"], busy["processes"][0]["pid"]) == (1980, 3201, 1)
+    monkeypatch.syspath_prepend(str(REPO / "gpu"))
+    import pack
+    import preflight
+
+    seen, wrong = preflight._nvml(free_gib=100)
+    assert seen[0] == "driver 580.65" and wrong == ["board 1 has 20.0 GiB free, under the 100 GiB wanted"]
+    assert pack.machine()["boards"][0] == {"name": "NVIDIA H200", "uuid": BOARDS[0][0], "memory_gib": 141.0,
+                                           "power_limit_w": 700.0, "max_sm_clock_mhz": 1980,
+                                           "max_memory_clock_mhz": 3201}
+    del nvml.nvmlDeviceGetMemoryInfo  # an NVML without the call: None, and the preflight says so
+    assert nvml_boards.read().boards[0]["memory_gib"] is None
+    assert "board 0: NVML does not say its free memory" in preflight._nvml(free_gib=1)[1]

@@ -1,6 +1,6 @@
-"""What the CUDA driver says of each GPU this process sees: its UUID, name and memory, by CUDA ordinal; and
-what NVML says of the host's boards (MIG mode and instances, the processes on each), asked in a child process
-within LIMIT_SECONDS.
+"""What the CUDA driver says of each GPU this process sees: its UUID, name and memory, by CUDA ordinal, with
+NVML's boards (nvml_boards) beside them, asked in a child process within LIMIT_SECONDS. A framework's GPUs are
+matched to these devices in device_match; a call made in this process gets its limit from core.deadline.
 
 The driver (libcuda) numbers devices as every framework on it does: after CUDA_VISIBLE_DEVICES and in
 CUDA_DEVICE_ORDER (fastest first unless PCI_BUS_ID). Asking it once, here, gives the backends one way to put
@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -113,61 +112,6 @@ def _driver_version(lib) -> str | None:
     return f"{version.value // 1000}.{version.value % 1000 // 10}"
 
 
-def _text(value) -> str | None:
-    return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
-
-
-def _nvml_boards() -> tuple[tuple[dict, ...], str | None]:
-    """Every board NVML shows the host (whatever CUDA_VISIBLE_DEVICES holds): its MIG mode and instances, and
-    the processes on it (what names the holder of a busy board); ((), None) where NVML does not answer."""
-    try:
-        import pynvml as nvml
-
-        nvml.nvmlInit()
-    except Exception:
-        return (), None
-    boards = []
-    for index in range(nvml.nvmlDeviceGetCount()):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        migs = mig_uuids(nvml, handle)
-        processes = []
-        for p in _reading(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or ():
-            memory = getattr(p, "usedGpuMemory", None)
-            processes.append({"pid": int(p.pid), "name": _text(_reading(nvml.nvmlSystemGetProcessName, p.pid)),
-                              "memory_mb": memory / 2**20 if isinstance(memory, int) else None})
-        boards.append({"index": index, "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
-                       "name": _text(nvml.nvmlDeviceGetName(handle)), "mig_mode": _mig_mode(nvml, handle),
-                       "mig_uuids": list(migs), "processes": processes})
-    return tuple(boards), _text(_reading(nvml.nvmlSystemGetDriverVersion))
-
-
-def _mig_mode(nvml, handle) -> bool:
-    try:
-        return bool(nvml.nvmlDeviceGetMigMode(handle)[0])
-    except Exception:  # NVMLError_NotSupported on a board without MIG, or a stand-in without the call
-        return False
-
-
-def mig_uuids(nvml, handle) -> tuple[str, ...]:
-    """The UUIDs of a board's MIG instances (MIG-...); () where MIG is off or the driver has no MIG calls."""
-    if not _mig_mode(nvml, handle):
-        return ()
-    found = []
-    for slot in range(_reading(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
-        uuid = _reading(lambda s: nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, s)), slot)
-        if uuid is not None:  # else an empty slot
-            found.append(_text(uuid))
-    return tuple(found)
-
-
-def _reading(call, *args):
-    """call(*args), None where NVML does not say."""
-    try:
-        return call(*args)
-    except Exception:
-        return None
-
-
 def ask_here(with_nvml: bool = True) -> DriverView:
     """The driver's answer, asked in this process with no limit: the child's body (view() runs it)."""
     try:
@@ -178,8 +122,12 @@ def ask_here(with_nvml: bool = True) -> DriverView:
         version, found = _driver_version(lib), tuple(_query(lib))
     except AttributeError:  # a driver too old for a symbol: no UUIDs, and NVML falls back
         version, found = None, ()
-    boards, nvml_driver = _nvml_boards() if with_nvml else ((), None)
-    return DriverView(True, version, found, boards, nvml_driver)
+    if not with_nvml:  # run.sh's count, run as a file before the venv holds l40sbench
+        return DriverView(True, version, found)
+    from l40sbench.backends.nvml_boards import read
+
+    nvml = read()
+    return DriverView(True, version, found, nvml.boards, nvml.driver)
 
 
 def _start(environ: dict) -> subprocess.Popen:
@@ -235,28 +183,6 @@ def forget() -> None:
     _asked.cache_clear()
 
 
-def within(seconds: float, call, *args):
-    """call(*args), or TimeoutError where it has not returned within `seconds`: for a driver or NVML call made
-    in this process (NVML's telemetry), in a thread left behind where it hangs (ctypes releases the GIL)."""
-    box: list = []
-
-    def run():
-        try:
-            box.append((True, call(*args)))
-        except BaseException as exc:  # handed to the caller's thread
-            box.append((False, exc))
-
-    thread = threading.Thread(target=run, daemon=True, name="driver-call")
-    thread.start()
-    thread.join(seconds)
-    if not box:
-        raise TimeoutError(f"no answer within {seconds:.0f} s")
-    done, value = box[0]
-    if not done:
-        raise value
-    return value
-
-
 def devices() -> tuple[CudaDevice, ...]:
     """The GPUs this process sees, in CUDA's order; empty without the driver, a GPU or an answer."""
     return view().devices
@@ -266,29 +192,6 @@ def driver_version() -> str | None:
     """The CUDA version the driver supports ('12.8'), the ceiling of every framework's CUDA build; None
     without a driver or an answer."""
     return view().version
-
-
-def place(models) -> tuple[list[CudaDevice | None], list[CudaDevice]]:
-    """A framework's GPUs, by the product name each reports (TensorFlow's device details, jax's device_kind,
-    torch's device properties) in its own order, matched to the driver's devices; and the driver's devices
-    none matched: the boards the framework skipped (TensorFlow skips a board below its compute capability, so
-    its GPU:k need not be CUDA device k). A name the driver does not give falls back to the next ordinal."""
-    known, placed, at = list(devices()), [], 0
-    for model in models:
-        match = next((i for i in range(at, len(known)) if known[i].name == model), at)
-        placed.append(known[match] if match < len(known) else None)
-        at = match + 1
-    matched = {d.uuid for d in placed if d is not None}
-    return placed, [d for d in known if d.uuid not in matched]
-
-
-def gpu_device(known: CudaDevice | None, index: int, name: str, model: str | None = None):
-    """The device record of a framework's GPU `name` (its `index`-th), on the driver's device `known` (place):
-    its CUDA ordinal, UUID and memory where the driver answers (a framework's own model name wins)."""
-    from l40sbench.core.devices import GPU, Device
-
-    return Device(GPU, name, known.ordinal if known else index, model or (known.name if known else "unknown GPU"),
-                  uuid=known.uuid if known else None, memory_mb=known.memory_mb if known else None)
 
 
 if __name__ == "__main__":  # --count: run.sh's query, one line, the number of GPUs shown (no NVML needed)

@@ -47,7 +47,7 @@ def devices() -> list[Device]:
     """The devices jax computes on, in its order: its GPUs (each with the driver's UUID), else the CPU's."""
     import jax
 
-    from l40sbench.backends.cuda_driver import gpu_device, place
+    from l40sbench.backends.device_match import gpu_device, place
     from l40sbench.core.env import cpu_model
 
     every = jax.devices()

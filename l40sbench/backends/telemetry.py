@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from l40sbench.backends.cuda_driver import LIMIT_SECONDS, mig_uuids, within
+from l40sbench.backends.cuda_driver import LIMIT_SECONDS
+from l40sbench.backends.nvml_boards import mig_uuids
+from l40sbench.core.deadline import within
 from l40sbench.core.devices import Device, gpus
 from l40sbench.core.telemetry import POWER_CAP, CounterTotal, Source
 

@@ -11,11 +11,11 @@ from l40sbench.core.timing import Sync, no_sync, on_host
 
 
 def physical_gpus() -> tuple[list[Device], list]:
-    """TensorFlow's physical GPUs, each placed on the driver's board by name (cuda_driver.place), and the
+    """TensorFlow's physical GPUs, each placed on the driver's board by name (device_match.place), and the
     driver's boards TensorFlow skipped."""
     import tensorflow as tf
 
-    from l40sbench.backends.cuda_driver import gpu_device, place
+    from l40sbench.backends.device_match import gpu_device, place
 
     found = tf.config.list_physical_devices("GPU")
     models = [tf.config.experimental.get_device_details(g).get("device_name") for g in found]

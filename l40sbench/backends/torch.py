@@ -30,7 +30,7 @@ def devices() -> list[Device]:
     """The devices Keras puts tensors on: the CUDA GPUs (each with the driver's UUID), else the CPU."""
     import torch
 
-    from l40sbench.backends.cuda_driver import gpu_device, place
+    from l40sbench.backends.device_match import gpu_device, place
     from l40sbench.core.env import cpu_model
 
     if torch.cuda.is_available():

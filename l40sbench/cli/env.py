@@ -79,8 +79,9 @@ def _backends(started: tuple[dict, dict]) -> dict:
 
 
 def _telemetry(used) -> dict:
-    from l40sbench.backends.cuda_driver import LIMIT_SECONDS, within
+    from l40sbench.backends.cuda_driver import LIMIT_SECONDS
     from l40sbench.backends.telemetry import nvml_boards, source
+    from l40sbench.core.deadline import within
 
     found, why = source(used)
     block = {"source": found.name if found else None, "why_none": why or None,
@@ -121,10 +122,11 @@ def _neighbours() -> dict:
     """Who else is busy now, over NEIGHBOUR_WINDOW_SECONDS: on the GPUs the CUDA driver shows (NVML's
     processes), and on the CPU."""
     from l40sbench.backends import cuda_driver
+    from l40sbench.backends.device_match import gpu_device
     from l40sbench.backends.telemetry import source
     from l40sbench.core.neighbours import Watch
 
-    found, _ = source([cuda_driver.gpu_device(d, d.ordinal, f"cuda:{d.ordinal}") for d in cuda_driver.devices()])
+    found, _ = source([gpu_device(d, d.ordinal, f"cuda:{d.ordinal}") for d in cuda_driver.devices()])
     watch = Watch(found.processes if found is not None else None)
     start = watch.snapshot(time.monotonic())
     time.sleep(NEIGHBOUR_WINDOW_SECONDS)
