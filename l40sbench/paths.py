@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]  # the checkout (or the installed package's parent)
 
 
 def datasets_dir() -> Path:
     """datasets/ of the checkout (git ignores its generated parts), else ~/.cache."""
     if env := os.environ.get("L40SBENCH_DATASETS"):
         return Path(env)
-    if (_REPO / "pyproject.toml").is_file():
-        return _REPO / "datasets"
+    if (REPO / "pyproject.toml").is_file():
+        return REPO / "datasets"
     return Path.home() / ".cache" / "l40sbench" / "datasets"
 
 

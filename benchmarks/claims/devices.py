@@ -15,8 +15,8 @@ from unittest import mock
 
 from benchmarks.claims.figures import figure, in_child, keras_clock, records, suite, timed_rounds
 from l40sbench.core.timing import time_calls
+from l40sbench.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {
     "classify_tensorflow": ["classify", "--base", "vgg19", "--epochs", "1", "--limit", "8", "--image-size", "32"],
     "classify_jax": ["classify", "--backend", "jax", "--base", "vgg19", "--epochs", "1", "--limit", "8",

@@ -13,6 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from l40sbench.paths import REPO
+from l40sbench.peak.cache import PEAK_FILE_VARIABLE
+
 
 def figure(samples: Sequence[float], unit: str, statistic: str = "median") -> dict:
     """A figure from its samples: the median (or mean), n and the suite's 95 % interval of it (core.intervals)."""
@@ -70,7 +73,6 @@ def timed_rounds(argv: list[str], rounds: int, after=lambda done: None, **run) -
     return walls, done
 
 
-REPO = Path(__file__).resolve().parents[2]
 MARKER = "BENCHMARKS-FIGURES "
 PEAK_VARIABLE = "BENCHMARKS_PEAK_FILE"  # the runner's peak, kept where a suite command reads it
 
@@ -96,7 +98,7 @@ def in_child(function: str, *args, env: dict | None = None, timeout: float = 360
 def kept_peak() -> dict:
     """The environment that has a suite command read the runner's peak instead of measuring its own."""
     kept = os.environ.get(PEAK_VARIABLE)
-    return {"L40SBENCH_PEAK_FILE": kept} if kept else {}
+    return {PEAK_FILE_VARIABLE: kept} if kept else {}
 
 
 def suite(argv: list[str], env: dict | None = None, timeout: float = 7200) -> subprocess.CompletedProcess:

@@ -7,6 +7,7 @@ import os
 
 from benchmarks.claims.figures import figure
 from l40sbench.core.timing import time_calls
+from l40sbench.peak.cache import PEAK_FILE_VARIABLE
 
 
 def interval_cost(sizes: dict) -> dict:
@@ -26,7 +27,7 @@ def interval_cost(sizes: dict) -> dict:
 
 def peak_cost(sizes: dict) -> dict:
     """l40sbench.peak.measure.measure_env timed, never read from a kept peak."""
-    os.environ.pop("L40SBENCH_PEAK_FILE", None)
+    os.environ.pop(PEAK_FILE_VARIABLE, None)
     import tensorflow as tf
 
     from l40sbench.peak.measure import measure_env

@@ -21,8 +21,7 @@ from pathlib import Path
 from benchmarks.claims import Claim, load_all
 from benchmarks.claims.figures import PEAK_VARIABLE
 from l40sbench.errors import UserError
-
-REPO = Path(__file__).resolve().parents[2]
+from l40sbench.paths import REPO
 
 
 class ClaimFailed(Exception):

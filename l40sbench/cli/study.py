@@ -80,7 +80,7 @@ def _machine(peak_file: Path, backend: str):
     peak_file = Path(os.environ.get(PEAK_FILE_VARIABLE) or peak_file)
     if not backend_file(peak_file, backend).exists():
         log(f"measuring this machine's peak on {backend} for the plan's estimates ...")
-        env = {**os.environ, "L40SBENCH_PEAK_FILE": str(peak_file), "KERAS_BACKEND": backend}
+        env = {**os.environ, PEAK_FILE_VARIABLE: str(peak_file), "KERAS_BACKEND": backend}
         done = subprocess.run([sys.executable, "-m", "l40sbench.peak"], capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise UserError(f"cannot measure this machine's peak on {backend}: "

@@ -75,8 +75,9 @@ class _Cgroup:
     @classmethod
     def create(cls, limit_bytes: int) -> _Cgroup | None:
         name = f"l40sbench-{os.getpid()}-{time.monotonic_ns()}"
-        for version, root, limit_file in ((2, Path("/sys/fs/cgroup"), "memory.max"),
-                                          (1, Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes")):
+        from l40sbench.core.memory import CGROUPS
+
+        for version, root, limit_file, _ in CGROUPS:
             own = _own_cgroup(version)
             if own is None or not (root / own.lstrip("/")).is_dir():
                 continue

@@ -8,8 +8,11 @@ import resource
 from pathlib import Path
 
 PEAK_MEMORY = "the most any one device held at once (GPU: its allocator's peak; CPU: the process's peak resident set)"
-CGROUP_FILES = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
-CGROUP_USED = (Path("/sys/fs/cgroup/memory.current"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+# The memory controller's root, limit and usage files, cgroup v2 then v1 (core.child makes its children's there)
+CGROUPS = ((2, Path("/sys/fs/cgroup"), "memory.max", "memory.current"),
+           (1, Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"))
+CGROUP_FILES = tuple(root / limit for _, root, limit, _ in CGROUPS)
+CGROUP_USED = tuple(root / used for _, root, _, used in CGROUPS)
 
 
 def host_peak_mb() -> float:
