@@ -38,10 +38,16 @@ PUBLISHED = [
     ("MLPerf Inference v5.0 closed, H200 SXM, offline", "resnet50", 95089, "samples/s",
      "TensorRT int8 with a tuned harness: a ceiling, not a like-for-like row"),
     ("Lambda, H200, training, AMP", "resnet50", 3079, "img/s", "training, not inference"),
-    ("The L40S study (TensorFlow 2, L40S), inference", "xception", 6.575, "ms/image", "batch 1, another GPU"),
-    ("The L40S study (as above)", "inceptionv3", 7.977, "ms/image", "batch 1, another GPU"),
-    ("The L40S study (as above)", "vgg19", 5.991, "ms/image", "batch 1, another GPU"),
 ]
+
+
+def study_rows() -> list[tuple]:
+    """The L40S study's inference rows, as l40sbench.reference holds them (its classifiers at batch 1)."""
+    from l40sbench.reference import load
+
+    return [("The L40S study (reference l40s), inference", r["base"], r["inference"]["mean_ms"], "ms/image",
+             "batch 1, another GPU") for r in load("l40s")
+            if r["task"] == "classify" and (r.get("inference") or {}).get("mean_ms") is not None]
 
 
 def _json(path: Path) -> dict | None:
@@ -257,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     run = {"schema": SCHEMA, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": args.seconds,
            "machine": machine(), "parts": parts(args.work), "peer_sides": sides, "peer_rows": rows,
            "pairs": pairs(args.work, rows), "studies": studies(args.work),
-           "published": [dict(zip(("source", "model", "value", "unit", "differs"), p)) for p in PUBLISHED],
+           "published": [dict(zip(("source", "model", "value", "unit", "differs"), p)) for p in PUBLISHED + study_rows()],
            "paths": paths(args.work),
            "preflight": (args.work / "preflight.txt").read_text() if (args.work / "preflight.txt").exists() else ""}
     (args.out / "gpu.json").write_text(json.dumps(run, indent=1, sort_keys=True))
