@@ -203,11 +203,9 @@ def _suite_seconds(call, sync, args, time_batches) -> tuple[float, float]:
 def _forward(model, images, backend: str):
     """One inference call on a batch already on the device, as the suite's probe calls the model."""
     if backend == "jax":
-        import jax
+        from l40sbench.backends.jax import stateless_forward, variable_values
 
-        trainable = [v.value for v in model.trainable_variables]
-        non_trainable = [v.value for v in model.non_trainable_variables]
-        jitted = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=False)[0])
+        jitted, (trainable, non_trainable) = stateless_forward(model), variable_values(model)
         return lambda: jitted(trainable, non_trainable, images)
     if backend == "torch":
         import torch

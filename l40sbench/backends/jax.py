@@ -82,7 +82,8 @@ def training_compile(xla: bool) -> tuple[bool, str]:
     return True, "jax.jit (XLA), as Keras on jax always compiles"
 
 
-def _stateless_forward(model):
+def stateless_forward(model):
+    """The model's inference call, jitted over its variables' values (variable_values) and the images."""
     import jax
 
     @jax.jit
@@ -93,15 +94,15 @@ def _stateless_forward(model):
     return call
 
 
-def _values(model) -> tuple[list, list]:
+def variable_values(model) -> tuple[list, list]:
     return [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
 
 
 def forward(model, image_size: int, xla: bool) -> Callable[[np.ndarray], np.ndarray]:
     """The single-image forward the latency probe times: jax.jit over the model's stateless call."""
     del image_size, xla  # jax.jit compiles for the shape it is called with
-    call = _stateless_forward(model)
-    trainable, non_trainable = _values(model)
+    call = stateless_forward(model)
+    trainable, non_trainable = variable_values(model)
 
     def run(image: np.ndarray) -> np.ndarray:
         return np.asarray(call(trainable, non_trainable, image[None]))[0]  # host -> device -> host
@@ -122,8 +123,8 @@ def forward_gflops(model, size: int, dtype: str = "float32") -> float:
     import jax
     import jax.numpy as jnp
 
-    trainable, non_trainable = _values(model)
-    traced = jax.make_jaxpr(_stateless_forward(model))(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype))
+    trainable, non_trainable = variable_values(model)
+    traced = jax.make_jaxpr(stateless_forward(model))(trainable, non_trainable, jnp.zeros((1, size, size, 3), dtype))
     return positive_gflops(jaxpr_flops(traced), "the jaxpr")
 
 
@@ -238,7 +239,7 @@ def sweep_step(model_spec, job, optimizer, loss):
     x_key, y_key = jax.random.split(jax.random.key(0))
     x = jax.device_put(jax.random.uniform(x_key, (total, size, size, 3)), batch)
     y = jax.device_put(jax.random.randint(y_key, (total,), 0, 1000), labels)
-    trainable, non_trainable = _values(model)
+    trainable, non_trainable = variable_values(model)
     state = {"trainable": trainable, "non_trainable": non_trainable}
     names = [f"{d.platform}:{d.id}" for d in devices]
     if job.settings.mode == "inference":
