@@ -36,18 +36,19 @@ def test_env_prints_the_machine_and_what_a_run_would_use(reported):
 
 
 def test_env_with_a_stand_in_nvml_lists_every_board_and_marks_the_one_a_run_uses(monkeypatch, capsys):
+    from l40sbench import machine
     from l40sbench.cli import env
     from tests.test_telemetry import BOARDS, _fake_nvml
 
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
     gpu = {"kind": "GPU", "name": "cuda:0", "index": 0, "model": "NVIDIA H200", "uuid": BOARDS[2][0],
            "memory_mb": 143771.0}
-    monkeypatch.setattr(env, "_start_probes", lambda driver: ({}, {}))
-    monkeypatch.setattr(env, "_backends", lambda started: {"jax": {"installed": True, "version": "0.11", "devices": [gpu]},
+    monkeypatch.setattr(machine, "_start_probes", lambda driver: ({}, {}))
+    monkeypatch.setattr(machine, "_backends", lambda started: {"jax": {"installed": True, "version": "0.11", "devices": [gpu]},
                                                    "tensorflow": {"installed": False, "version": None},
                                                    "torch": {"installed": False, "version": None}})
-    monkeypatch.setattr(env, "NEIGHBOUR_WINDOW_SECONDS", 0.05)
-    facts = env.collect("jax", measure_peak=False)
+    monkeypatch.setattr(machine, "NEIGHBOUR_WINDOW_SECONDS", 0.05)
+    facts = machine.collect("jax", measure_peak=False)
     boards = facts["telemetry"]["nvml_boards"]
     assert [b["uuid"] for b in boards] == [b[0] for b in BOARDS]
     assert [b["used"] for b in boards] == [False, False, True, False]

@@ -184,7 +184,8 @@ def test_a_driver_that_never_answers_stops_a_gpu_command_within_the_limit_and_en
     assert_one_line_exit_2(result, "the CUDA driver gave no answer within 10 s (")
     assert "a stuck driver" in result.stderr and "--devices cpu runs on the CPU on purpose" in result.stderr
     assert stopped < HANG_GUARD_SECONDS and not (tmp_path / "out").exists()
-    from l40sbench.cli.env import _text, collect
+    from l40sbench.cli.env import _text
+    from l40sbench.machine import collect
 
     with mock.patch.dict(os.environ, stuck):
         facts = collect("tensorflow", measure_peak=False)
