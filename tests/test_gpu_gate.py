@@ -165,15 +165,18 @@ def test_a_study_asks_the_driver_once_on_a_host_without_a_gpu(monkeypatch):
 def test_a_cpu_run_prints_no_tensorflow_error_line_and_a_users_log_level_is_kept():
     """TensorFlow logs "E ... failed call to cuInit" wherever CUDA has no device: a newcomer reads it as a failure,
     and the gate has said already that the run is on the CPU."""
-    script = ("from l40sbench.backends.gpu_gate import choose; "
-              "choose('tensorflow', cpu=False); import tensorflow as tf; tf.config.list_physical_devices('GPU')")
-    for level, shown in (("2", False), ("0", True)):
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": level}
-        env.pop(CHOICE_VARIABLE, None)
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO,
-                              timeout=HANG_GUARD_SECONDS)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert any(" E " in line[:40] for line in done.stderr.splitlines()) is shown, done.stderr
+    script = ("import os; from l40sbench.backends.gpu_gate import choose; choose('tensorflow', cpu=False); "
+              "import tensorflow as tf; tf.config.list_physical_devices('GPU'); print(os.environ['TF_CPP_MIN_LOG_LEVEL'])")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}  # the CLI's and run.sh's default
+    env.pop(CHOICE_VARIABLE, None)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=HANG_GUARD_SECONDS)
+    assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr[-2000:]
+    assert not any(" E " in line[:40] for line in done.stderr.splitlines()), done.stderr
+    with mock.patch.dict(os.environ, {"TF_CPP_MIN_LOG_LEVEL": "0"}):  # a level the user chose: TensorFlow says all
+        os.environ.pop(CHOICE_VARIABLE, None)
+        gpu_gate.choose("tensorflow", cpu=True)
+        assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
 
 
 def test_a_driver_that_never_answers_stops_a_gpu_command_within_the_limit_and_env_says_so(driver, tmp_path):
