@@ -2,6 +2,8 @@
 layout and any output (l40sbench.modelfile)."""
 
 
+import re
+
 import numpy as np
 import pytest
 
@@ -290,3 +292,30 @@ def test_a_library_error_without_a_message_is_still_one_line_at_each_site_that_q
 
 def _raise(exc: BaseException):
     raise exc
+
+
+@pytest.mark.parametrize("specs, fragment", [
+    ((("a", (None, 8, 8, 3), "float32"), ("b", (None, 8, 8, 3), "float32")), "one image input; its signature takes 2"),
+    ((("a", (None, 8, 8, 3), "int32"),), "its signature takes int32; the suite feeds pixels as uint8 or a float"),
+    ((("a", (4, 16, 16, 3), "uint8"),), None),
+])
+def test_a_savedmodels_input_is_read_once_from_its_signature(tmp_path, specs, fragment):
+    """Its size, fixed batch and input type come from saved_model.pb with its task, in one reading."""
+    import tensorflow as tf
+
+    from l40sbench.errors import UserError
+    from l40sbench.modelfile import files, given
+
+    module = tf.Module()
+    signature = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in specs]
+    module.serve = tf.function(lambda *images: {"out": tf.reduce_sum(tf.cast(images[0], tf.float32), [1, 2])},
+                               input_signature=signature)
+    tf.saved_model.save(module, str(tmp_path / "m"), signatures={"serving_default": module.serve})
+    checked = given.check(tmp_path / "m")
+    if fragment is not None:
+        with pytest.raises(UserError, match=re.escape(fragment)):
+            given.with_task(checked)
+        return
+    read = given.with_task(checked)
+    assert (read.kind, read.task, read.size, read.batch, read.own_scaling) == ("savedmodel", "classify", 16, 4,
+                                                                               files.UINT8)

@@ -104,13 +104,16 @@ def _model_run(args, load):
     from l40sbench.modelfile import given as given_file
 
     given = given_file.check(args.model, args.layout)
-    check_batches(given, load)
+    if given.kind != "savedmodel":  # a SavedModel's batch is read with its signature, after the gate
+        check_batches(given, load)
     if args.label_map is not None:
         from l40sbench.modelfile.detector import read_label_map
 
         read_label_map(args.label_map)
     _gate(args)
     given = given_file.with_task(given)
+    if given.kind == "savedmodel":
+        check_batches(given, load)
     output_dir = args.output_dir or Path("results") / run_id("infer", given.name)
     config = _detector_config(args, given, output_dir) if given.task == "detect" else _classifier_config(
         args, given, output_dir)

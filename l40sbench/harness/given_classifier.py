@@ -11,7 +11,7 @@ from l40sbench.core.records import written_whole
 from l40sbench.core.results import DatasetInfo, InferenceResult
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
-from l40sbench.harness.given_file import NO_FLOPS_ONNX, NO_TRAINING, ONNX_REFERENCE, Prepared, check_batches, probe
+from l40sbench.harness.given_file import NO_FLOPS_ONNX, NO_TRAINING, ONNX_REFERENCE, Prepared, probe
 from l40sbench.modelfile.files import ANY_SIZE, ModelFile
 
 SCALING_UNKNOWN = ("test accuracy left out: the file does not say how its input is scaled, and --preprocess did not "
@@ -53,7 +53,6 @@ def classifier(given: ModelFile, config, load, log: Log) -> Prepared:
         model, given, decided = keras_file.served(given, config.preprocess)
     else:
         decided = scaling.decide(config.preprocess, given.own_scaling)
-    check_batches(given, load)
     size = _size(given, config.image_size)
     config = dataclasses.replace(config, image_size=size)
     log(f"input scaling: {decided.mode.name} ({decided.mode.description}): {decided.how}")

@@ -31,15 +31,21 @@ def check(path: Path, layout: str | None = None) -> files.ModelFile:
     return files.ModelFile(path, kind, None)
 
 
+FLOATS = ("DT_FLOAT", "DT_HALF", "DT_BFLOAT16", "DT_DOUBLE")
+
+
 def with_task(given: files.ModelFile) -> files.ModelFile:
-    """A SavedModel's task from its serving_default signature's outputs (a detector's, or one output), read from
-    saved_model.pb by TensorFlow's own proto (imports TensorFlow: call it after the GPU gate).
+    """A SavedModel's facts, all in one reading of saved_model.pb by TensorFlow's own proto (imports TensorFlow:
+    call it after the GPU gate): from its serving_default signature, its task (a detector's outputs, or one
+    output) and, for a model of one output, its one image input's size and fixed batch, and whether it takes
+    uint8 (then it scales its own pixels). Any other kind is returned as check() read it.
 
     Raises:
-      UserError: no serving_default signature.
+      UserError: no serving_default signature; not one input, or an input neither uint8 nor a float type.
     """
     if given.kind != "savedmodel":
         return given
+    from tensorflow.core.framework import types_pb2
     from tensorflow.core.protobuf import saved_model_pb2
 
     from l40sbench.modelfile import detector
@@ -49,5 +55,17 @@ def with_task(given: files.ModelFile) -> files.ModelFile:
     signatures = [graph.signature_def for graph in saved.meta_graphs if "serving_default" in graph.signature_def]
     if not signatures:
         raise UserError(f"--model {given.path}: no serving_default signature in it")
-    outputs = signatures[0]["serving_default"].outputs
-    return dataclasses.replace(given, task="detect") if detector.is_detector(outputs) else given
+    signature = signatures[0]["serving_default"]
+    if detector.is_detector(signature.outputs):
+        return dataclasses.replace(given, task="detect")  # each image fed at its own size
+    inputs = list(signature.inputs.values())
+    if len(inputs) != 1:
+        raise UserError(f"--model {given.path}: the suite takes a model of one image input; its signature takes "
+                        f"{len(inputs)}")
+    dtype = types_pb2.DataType.Name(inputs[0].dtype)
+    if dtype not in (*FLOATS, "DT_UINT8"):
+        raise UserError(f"--model {given.path}: its signature takes {dtype.removeprefix('DT_').lower()}; the suite "
+                        "feeds pixels as uint8 or a float type")
+    shape = [d.size if d.size >= 0 else None for d in inputs[0].tensor_shape.dim]  # none at all: an unknown rank
+    return dataclasses.replace(given, size=files.square_image(shape, f"--model {given.path}"), batch=shape[0],
+                               own_scaling=files.UINT8 if dtype == "DT_UINT8" else None)

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from l40sbench.errors import UserError, said
-from l40sbench.modelfile.files import UINT8, ModelFile, square_image
+from l40sbench.modelfile.files import UINT8, ModelFile
 
 FLOAT32 = "float32"
 
@@ -86,12 +86,12 @@ def load(path: Path, policy: str = FLOAT32):
 
 def served(given: ModelFile, asked: str | None):
     """A Keras file or a SavedModel as one Keras model: uint8 image in, its scaling (--preprocess `asked`, else
-    as modelfile.scaling.decide says) as its first layer, the file's one output out (any shape); the file with
-    its declared size and batch where it is a SavedModel; and the scaling decided.
+    as modelfile.scaling.decide says) as its first layer, the file's one output out (any shape); `given` as it
+    came (a SavedModel's size, batch and input type read by modelfile.given.with_task); and the scaling decided.
 
     Raises:
-      UserError: Keras cannot load it, it takes something else than one image, or it has several outputs; a
-        scaling asked for a SavedModel taking uint8 (it scales its own pixels).
+      UserError: Keras cannot load it, or it has several outputs; a scaling asked for a SavedModel taking uint8
+        (it scales its own pixels).
     """
     import keras
 
@@ -106,17 +106,8 @@ def served(given: ModelFile, asked: str | None):
         except Exception as exc:  # a SavedModel without that signature, or one TensorFlow cannot read
             raise UserError(f"--model {given.path}: cannot load its serving_default signature: "
                             f"{said(exc)}") from None
+        # its input's size, batch and type are given's (modelfile.given.with_task read them from its proto)
         specs = list(inner.call_endpoint_fn.structured_input_signature[1].values())
-        if len(specs) != 1:
-            raise UserError(f"--model {given.path}: the suite takes a model of one image input; its signature "
-                            f"takes {len(specs)}")
-        if not (specs[0].dtype.is_floating or specs[0].dtype.name == "uint8"):
-            raise UserError(f"--model {given.path}: its signature takes {specs[0].dtype.name}; the suite feeds "
-                            "pixels as uint8 or a float type")
-        shape = specs[0].shape.as_list()
-        given = ModelFile(given.path, given.kind, square_image(shape, f"--model {given.path}"),
-                          shape[0] if isinstance(shape[0], int) else None,
-                          own_scaling=UINT8 if specs[0].dtype.name == "uint8" else None)
     decided = decide(asked, given.own_scaling)
     if given.own_scaling == UINT8 and decided.mode.name != "none":
         raise UserError(f"--preprocess {asked}: {given.path.name} takes uint8 pixels and scales them itself")
