@@ -1,7 +1,6 @@
 """A model file measured as it expects: its input scaling (--preprocess), its precision, its fixed batch, its
 layout and any output (l40sbench.modelfile)."""
 
-
 import re
 
 import numpy as np
