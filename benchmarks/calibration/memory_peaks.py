@@ -30,15 +30,15 @@ from l40sbench.study import memory  # noqa: E402
 from l40sbench.study.plan import CLASSIFY, DETECT, DETECT_SIZE, STANDIN_IMAGES  # noqa: E402
 
 # (model, batch, size, whole data). Every run covers the whole stand-in, as the study runs it: a classifier's
-# resident set grows with the batch over a whole epoch (xception at batch 16: 2.29 GB, against 1.61 GB for two
-# steps), and so does a detector's (faster_rcnn_inception_v2 at batch 16: 13.71 GB over the whole stand-in,
-# 13.14 GB over 64 images; faster_rcnn_resnet50 was under-predicted by at least 1.11x from two-step fits).
+# resident set grows with the batch over a whole epoch (xception at batch 16: 2.24 GiB, against 1.57 GiB for two
+# steps), and so does a detector's (faster_rcnn_inception_v2 at batch 16: 13.71 GiB over the whole stand-in,
+# 13.14 GiB over 64 images; faster_rcnn_resnet50 was under-predicted by at least 1.11x from two-step fits).
 # ssd_resnet50_fpn at 384 px tells the images' copies apart from the base (at one size they are one constant).
 FITS = [*((base, b, size, True) for base, size in CLASSIFY.items() for b in (2, 16)),
         *((base, b, DETECT_SIZE, True) for base in DETECT for b in (2, 8)),
         ("ssd_resnet50_fpn", 8, 384, True)]
 # batch sizes the fit did not see, each within this 24 GB host: the detectors' above the fit's, where an
-# estimate is extrapolated (faster_rcnn_resnet50 at the protocol's batch 16 passed the watchdog's 22 GB cap
+# estimate is extrapolated (faster_rcnn_resnet50 at the protocol's batch 16 passed the watchdog's 22 GiB cap
 # twice: no check of it can finish here; a whole-stand-in detector run takes 12-17 minutes on this host)
 CHECKS = [*((base, 8, size, True) for base, size in CLASSIFY.items()), ("vgg19", 32, 224, True),
           ("faster_rcnn_inception_v2", 16, DETECT_SIZE, True), ("ssd_resnet50_fpn", 16, DETECT_SIZE, True),
@@ -103,9 +103,9 @@ def _table(record: dict) -> str:
             killed = row["peak_mb"] is None
             lines.append(f"| {role} | {row['model']} | {row['batch']} | {row['size']} | "
                          f"{'whole' if row['whole'] else str(row['images']) + ' images'} | "
-                         + ("over " if killed else "") + f"{measured / 1024:.2f} GB"
+                         + ("over " if killed else "") + f"{measured / 1024:.2f} GiB"
                          + (f" ({row.get('failed')})" if killed else "")
-                         + f" | {estimated / 1024:.2f} GB | {'over ' if killed else ''}{measured / estimated:.2f} |")
+                         + f" | {estimated / 1024:.2f} GiB | {'over ' if killed else ''}{measured / estimated:.2f} |")
     return "\n".join(lines)
 
 

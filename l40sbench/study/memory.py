@@ -8,13 +8,13 @@ fits the device it will run on. Pure: no model is built, no framework imported.
 - state: the weights, 4 bytes a parameter, and for each trainable one its gradient and the optimizer's slots
   (classify: Adam, two; detect: SGD with momentum, one);
 - data: the task's images at its size as uint8, times the copies its pipeline holds: classify's loader stacks
-  both splits once (1, fixed); detect streams TFRecords, yet a whole epoch holds more than two steps do (its
-  input pipeline's buffers), fitted from a whole-epoch run beside two-step ones;
+  both splits once (1, fixed); detect streams TFRecords, yet a whole epoch holds more than its first steps do
+  (its input pipeline's buffers), fitted as copies;
 - activations: what one image at the study's size keeps at the step's peak, scaled by its pixels.
 
-base, detect's copies and activations are fitted by least squares to measured peaks of the study's own commands at two batch
-sizes each (benchmarks/calibration/memory_peaks.py writes memory_fit.json beside this module); its check runs, at batch
-sizes and sizes the fit did not see, are in docs/study.md. The fit is a CPU's (the process's resident set); on a GPU
+base, detect's copies and activations are fitted by least squares to measured peaks of the study's own commands over a
+whole epoch at two batch sizes each (benchmarks/calibration/memory_peaks.py writes memory_fit.json beside this module);
+its check runs, at batch sizes the fit did not see, are in docs/study.md. The fit is a CPU's (the process's resident set); on a GPU
 the same state and activations are assumed, which no GPU run has checked yet.
 """
 
