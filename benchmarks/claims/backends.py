@@ -80,8 +80,8 @@ def xla_forward(size: int, calls: int) -> dict:
     image = np.random.default_rng(0).integers(0, 256, (size, size, 3), dtype=np.uint8)
     forward = ops.forward(model, size, False)
     batch = jnp.asarray(np.random.default_rng(1).random((16, size, size, 3), dtype=np.float32) * 255)
-    trainable, non_trainable = ops._values(model)
-    bulk = ops._stateless_forward(model)
+    trainable, non_trainable = ops.variable_values(model)
+    bulk = ops.stateless_forward(model)
     return {"probe": times(lambda: forward(image)), "batch16": times(lambda: bulk(trainable, non_trainable, batch))}
 
 

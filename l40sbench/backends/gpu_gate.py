@@ -37,6 +37,8 @@ from l40sbench.errors import UserError
 
 CHOICE_VARIABLE = "L40SBENCH_DEVICE_CHOICE"
 TF_LOG_VARIABLE, TF_LOG_DEFAULT = "TF_CPP_MIN_LOG_LEVEL", "2"  # the CLI's and run.sh's; a CPU choice sets 3
+# What choose() sets in the environment for the command and its children; cli.main puts them back after it
+SET_BY_CHOICE = (CHOICE_VARIABLE, cuda_driver.VISIBLE_VARIABLE, "JAX_PLATFORMS", TF_LOG_VARIABLE)
 BUILD_VARIABLE = "L40SBENCH_BUILD"  # run.sh: gpu, cpu or auto (the default: gpu where a driver shows a GPU)
 CPU = "cpu"
 CPU_ON_PURPOSE = "--devices cpu runs on the CPU on purpose"

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from l40sbench.backends.gpu_gate import TF_LOG_DEFAULT, TF_LOG_VARIABLE
+from l40sbench.backends.gpu_gate import SET_BY_CHOICE, TF_LOG_DEFAULT, TF_LOG_VARIABLE
 from l40sbench.cli import classify, compare, cost, datasets, detect, env, infer, report, study, synthetic
 from l40sbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Parser, log
 from l40sbench.errors import UserError
@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     CommandClock.start()  # time to first step counts from here (and from the process's start before it)
     os.environ.setdefault(TF_LOG_VARIABLE, TF_LOG_DEFAULT)
     args = build_parser().parse_args(argv)
+    before = {name: os.environ.get(name) for name in SET_BY_CHOICE}  # one command's device choice, not the next's
     try:
         return args.func(args)
     except UserError as exc:
@@ -60,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
 
         log(what())
         return EXIT_INTERRUPTED
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run() -> None:
