@@ -90,7 +90,7 @@ def test_quiet_runs_are_stable_and_say_so(runs):
         assert all(b["warm_seconds"] == 0 and b["warm_target_gflops"] is None for b in later)
         assert record["_stdout"].strip().splitlines()[-1].startswith("stability: stable (the matmul rate held")
         neighbours = record["telemetry"]["neighbours"]
-        assert set(neighbours) == {"training", "inference"}  # every phase: its steal share and who else ran
+        assert set(neighbours) == {"training", "bound", "inference"}  # every phase: its steal share and who else ran
         assert all("steal_share" in block and not block["reasons"] for block in neighbours.values()), neighbours
 
 
