@@ -47,7 +47,7 @@ def disk_full(exc: BaseException) -> bool:
 def full_disk_line(exc: BaseException, folder: Path | None) -> str:
     """One line for a full disk: the file it stopped at, that nothing half-written is left, and what the folder's
     record keeps (read back from disk: the last record written whole)."""
-    named = next((e.filename for e in _chain(exc) if isinstance(e, OSError) and e.filename), None)
+    named = _filename(exc)
     where = f"{_final_name(Path(named))} was not written" if named else "a file was not written"
     kept = "nothing was written before it"
     if folder is not None:
@@ -59,6 +59,11 @@ def full_disk_line(exc: BaseException, folder: Path | None) -> str:
         except (OSError, ValueError):
             pass
     return f"the disk is full: {where}, and nothing half-written is left; kept: {kept}. Free space and run again"
+
+
+def _filename(exc: BaseException) -> str | None:
+    """The file an OSError in the exception's chain names, None where none does (one raised at a close)."""
+    return next((e.filename for e in _chain(exc) if isinstance(e, OSError) and e.filename), None)
 
 
 def _chain(exc: BaseException | None) -> Iterator[BaseException]:
@@ -79,7 +84,7 @@ def _final_name(path: Path) -> Path:
 
 def _name_the_file(exc: BaseException, path: Path) -> None:
     """A full disk's error raised where a file is closed names none: it gets the file it stood for."""
-    if disk_full(exc) and not any(isinstance(e, OSError) and e.filename for e in _chain(exc)):
+    if disk_full(exc) and _filename(exc) is None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
 
 
