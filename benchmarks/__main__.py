@@ -1,9 +1,12 @@
 """`python -m benchmarks`: the suite's speed claims (benchmarks/claims/) listed, measured, published.
 
   python -m benchmarks list                       every claim, its topic and sentence
-  python -m benchmarks run NAME... [--quick]      measure these claims into benchmarks/results/claims/
+  python -m benchmarks run NAME... [--quick]      measure these claims into benchmarks/results/claims/DEVICE/
   python -m benchmarks run --all [--quick]        every claim (--quick: seconds each, to find one that broke)
-  python -m benchmarks publish [--check]          docs/PERFORMANCE.md's claims table from the newest records
+  python -m benchmarks publish [--check] [--allow-dirty]
+                                                  docs/PERFORMANCE.md's claims table from the records; a record
+                                                  of an older schema or claim version, or of uncommitted code
+                                                  (without --allow-dirty), is refused
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--all", action="store_true", help="every claim")
     run.add_argument("--quick", action="store_true", help="the claims' quick sizes: seconds each; not publishable")
     run.add_argument("--output-dir", type=Path, default=runner.RESULTS,
-                     help="where the records go (default: benchmarks/results/claims/)")
+                     help="where the records go, a folder per device (default: benchmarks/results/claims/)")
     run.add_argument("--anyway", action="store_true", help="time on a busy host too (the record says not quiet)")
     check = sub.add_parser("publish", help="write docs/PERFORMANCE.md's claims table from the records")
     check.add_argument("--check", action="store_true", help="only say whether the page holds what publish writes")
+    check.add_argument("--allow-dirty", action="store_true",
+                       help="publish records measured on uncommitted code, each row marked so")
     one = sub.add_parser("_one")  # the child runner.run starts per claim
     one.add_argument("name")
     one.add_argument("sizes")
@@ -54,11 +59,11 @@ def main(argv: list[str] | None = None) -> int:
             runner.run(names, args.quick, args.output_dir, args.anyway, _log)
         elif args.verb == "publish":
             if args.check:
-                same = pages.published() == pages.table()
+                same = pages.published() == pages.table(allow_dirty=args.allow_dirty)
                 print("docs/PERFORMANCE.md holds the table the records give" if same else
                       "docs/PERFORMANCE.md differs from the records: python -m benchmarks publish")
                 return 0 if same else 1
-            print("docs/PERFORMANCE.md " + ("written" if pages.publish() else "already held the records' table"))
+            print("docs/PERFORMANCE.md " + ("written" if pages.publish(allow_dirty=args.allow_dirty) else "already held the records' table"))
         else:
             runner.one(args.name, args.sizes, args.out)
     except UserError as exc:

@@ -13,7 +13,10 @@ in a fresh interpreter) are in benchmarks/claims/figures.py.
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import importlib
+import json
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +25,18 @@ from pathlib import Path
 from l40sbench.core.registry import Registry
 
 TABLE = Path(__file__).with_name("claims.toml")
+SCHEMA = 2  # a claim record's layout (1: before `schema`, `claim_version` and `device`); publish takes this one
+
+
+def body_version(module_text: str, function: str, sizes: dict) -> str | None:
+    """A claim's version, as asv keeps a benchmark's: the body function's source (as its module's text holds
+    it) and the sizes it ran at, hashed; None where the module defines no such function."""
+    tree = ast.parse(module_text)
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == function]
+    if not found:
+        return None
+    source = ast.get_source_segment(module_text, found[-1])
+    return hashlib.sha256(f"{source}\n{json.dumps(sizes, sort_keys=True)}".encode()).hexdigest()[:16]
 
 
 class Shown:
@@ -107,6 +122,11 @@ class Claim:
         """The body (its module imported now)."""
         module, function = self.body.split(":")
         return getattr(importlib.import_module(f"benchmarks.claims.{module}"), function)
+
+    def version(self, sizes: dict) -> str | None:
+        """This claim's version at `sizes` (body_version of its body as the tree holds it now)."""
+        module, function = self.body.split(":")
+        return body_version((TABLE.parent / f"{module}.py").read_text(), function, sizes)
 
     def measure(self, sizes: dict) -> dict:
         """The body's figures at `sizes`."""

@@ -4,22 +4,27 @@ The machine's peak is measured once per run, as every result record measures it 
 before each claim the host is watched until 2 s pass quietly, a minute at most, then refused (busy: another
 process over a tenth of the machine's CPU, or the hypervisor's steal: core.neighbours, the stability guard's
 rule), and the claim's own run is watched the same way, its verdict in the record. A record holds the claim's
-sentence, the command that reproduces it, the sizes, the env (versions, CPU, commit), the peak and each figure
-with its n and 95 % interval (benchmarks/claims/figures.py). The suite commands a claim runs read the run's peak
-(figures.suite), and a claim that fails is said in one line while the others are still measured.
+sentence, the command that reproduces it, the sizes, the env (versions, CPU, the whole commit, `-dirty` where the
+tree had changes), the peak and each figure with its n and 95 % interval (benchmarks/claims/figures.py); and what
+publish checks it by: the record's `schema`, the claim's version (claims.Claim.version: its body's source and the
+sizes) and the `device` it measured, whose folder holds it (RESULTS/<device>/<claim>.json, so a GPU's records sit
+beside the CPU's). The suite commands a claim runs read the run's peak (figures.suite), and a claim that fails
+is said in one line while the others are still measured.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.claims import Claim, load_all
+from benchmarks.claims import SCHEMA, Claim, load_all
 from benchmarks.claims.figures import PEAK_VARIABLE
+from l40sbench.core.records import write_atomic
 from l40sbench.errors import UserError
 from l40sbench.paths import REPO
 
@@ -29,6 +34,22 @@ class ClaimFailed(Exception):
 
 RESULTS = REPO / "benchmarks" / "results" / "claims"
 WATCH_S, WATCH_TRIES = 2.0, 30
+
+
+def device_key(devices) -> str:
+    """The device a run's claims measure, as their folder names it: `cpu` where the CUDA driver shows no GPU, else
+    `gpu-` and the GPUs' names as CUDA gives them (a MIG slice's whole name), each after its count where there
+    are several ("gpu-NVIDIA-L40S", "gpu-8x-NVIDIA-H100-80GB-HBM3")."""
+    names = [device.name for device in devices]
+    if not names:
+        return "cpu"
+    kinds = [(names.count(name), name) for name in dict.fromkeys(names)]
+    text = "+".join(name if count == 1 else f"{count}x-{name}" for count, name in kinds)
+    return "gpu-" + re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-")
+
+
+def record_path(results: Path, device: str, name: str) -> Path:
+    return results / device / f"{name}.json"
 
 
 def command(name: str, quick: bool) -> str:
@@ -89,20 +110,24 @@ def _child(claim: Claim, sizes: dict, peak: dict) -> dict:
 
 
 def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> list[Path]:
-    """Measures the claims `names` into output_dir/<name>.json; returns the records written.
+    """Measures the claims `names` into output_dir/<device>/<name>.json; returns the records written.
 
     Raises:
       UserError: an unknown claim, or a busy host (without `anyway`).
       ClaimFailed: a claim's body failed (after every other claim was measured).
     """
+    from l40sbench.backends import cuda_driver
     from l40sbench.core.env import fingerprint
     from l40sbench.peak.measure import measure_env
 
     claims = [load_all().get(name) for name in names]
     log("measuring the machine's peak (as every run does) ...")
     peak = measure_env(log=log)
-    env = fingerprint()
-    output_dir.mkdir(parents=True, exist_ok=True)
+    env, device = fingerprint(), device_key(cuda_driver.devices())
+    if (env["suite_commit"] or "-dirty").endswith("-dirty"):
+        log(f"the tree has uncommitted changes ({env['suite_commit'] or 'no git commit'}): publish refuses these "
+            "records (or marks their rows with --allow-dirty)")
+    (output_dir / device).mkdir(parents=True, exist_ok=True)
     written, failed = [], []
     for index, claim in enumerate(claims, start=1):
         before = _quiet(anyway, log)
@@ -117,14 +142,15 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
             failed.append(claim.name)
             continue
         seconds = time.perf_counter() - started
-        record = {"claim": claim.name, "topic": claim.topic, "sentence": claim.sentence,
+        record = {"schema": SCHEMA, "claim": claim.name, "claim_version": claim.version(sizes), "device": device,
+                  "topic": claim.topic, "sentence": claim.sentence,
                   "log_entry": claim.log_entry, "command": command(claim.name, quick), "quick": quick,
                   "sizes": sizes, "date_utc": env["timestamp_utc"][:10], "env": env, "peak": peak,
                   "quiet": {"before": before["reasons"], "during": during["reasons"],
                             "verdict": "quiet" if not (before["reasons"] or during["reasons"]) else "not quiet"},
                   "seconds": seconds, "figures": figures, "text": claim.describe(figures)}
-        path = output_dir / f"{claim.name}.json"
-        path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        path = record_path(output_dir, device, claim.name)
+        write_atomic(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
         log(f"  {record['text']} ({seconds:.0f} s, {record['quiet']['verdict']}) -> {path}")
         written.append(path)
     if failed:
