@@ -13,6 +13,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from l40sbench.backends.nvml_boards import reading, text
+
 NEIGHBOUR_WINDOW_SECONDS = 0.5
 
 
@@ -70,29 +72,17 @@ def _telemetry(used) -> dict:
         used_uuids = {b["uuid"] for b in (found.facts or {}).get("boards", [])} if found else set()
         block["nvml_boards"] = [{**b.describe(), **_board_now(pynvml, b.handle), "used": b.uuid in used_uuids}
                                 for b in nvml_boards(pynvml)]
-        block["nvml_driver"] = _reading(lambda: _decoded(pynvml.nvmlSystemGetDriverVersion()))
+        block["nvml_driver"] = text(reading(pynvml.nvmlSystemGetDriverVersion))
     except Exception as exc:  # no driver, no library: the reason is the answer
         block["nvml_boards"] = f"unavailable: {type(exc).__name__}: {exc}"
     return block
 
 
-def _decoded(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _board_now(nvml, handle) -> dict:
     """A board's power limit and its SM clock now and at most: what a run's figures on it hang on."""
-    return {"power_limit_w": _reading(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
-            "sm_clock_mhz": _reading(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
-            "max_sm_clock_mhz": _reading(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM))}
-
-
-def _reading(read):
-    """One NVML reading, None where the board or driver does not say."""
-    try:
-        return read()
-    except Exception:
-        return None
+    return {"power_limit_w": reading(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000),
+            "sm_clock_mhz": reading(lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+            "max_sm_clock_mhz": reading(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM))}
 
 
 def _neighbours() -> dict:

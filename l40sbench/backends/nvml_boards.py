@@ -17,7 +17,8 @@ class Boards:
     said: str | None
 
 
-def _text(value) -> str | None:
+def text(value) -> str | None:
+    """NVML's answer as text (it gives bytes in older bindings); None stays None."""
     return value.decode() if isinstance(value, bytes) else None if value is None else str(value)
 
 
@@ -37,19 +38,19 @@ def read() -> Boards:
         processes = []
         for p in _asked(nvml, "nvmlDeviceGetComputeRunningProcesses", handle) or ():
             memory = getattr(p, "usedGpuMemory", None)
-            processes.append({"pid": int(p.pid), "name": _text(_asked(nvml, "nvmlSystemGetProcessName", p.pid)),
+            processes.append({"pid": int(p.pid), "name": text(_asked(nvml, "nvmlSystemGetProcessName", p.pid)),
                               "memory_mb": memory / 2**20 if isinstance(memory, int) else None})
         memory = _asked(nvml, "nvmlDeviceGetMemoryInfo", handle)
         limit_mw = _asked(nvml, "nvmlDeviceGetPowerManagementLimit", handle)
-        boards.append({"index": index, "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
-                       "name": _text(nvml.nvmlDeviceGetName(handle)), "mig_mode": _mig_mode(nvml, handle),
+        boards.append({"index": index, "uuid": text(nvml.nvmlDeviceGetUUID(handle)),
+                       "name": text(nvml.nvmlDeviceGetName(handle)), "mig_mode": _mig_mode(nvml, handle),
                        "mig_uuids": list(migs), "processes": processes,
                        "memory_gib": memory.total / 2**30 if memory is not None else None,
                        "memory_free_gib": memory.free / 2**30 if memory is not None else None,
                        "power_limit_w": limit_mw / 1000 if limit_mw is not None else None,
                        "max_sm_clock_mhz": _asked(nvml, "nvmlDeviceGetMaxClockInfo", handle, 1),  # NVML_CLOCK_SM
                        "max_memory_clock_mhz": _asked(nvml, "nvmlDeviceGetMaxClockInfo", handle, 2)})  # _MEM
-    return Boards(tuple(boards), _text(_reading(nvml.nvmlSystemGetDriverVersion)), None)
+    return Boards(tuple(boards), text(reading(nvml.nvmlSystemGetDriverVersion)), None)
 
 
 def _mig_mode(nvml, handle) -> bool:
@@ -64,21 +65,21 @@ def mig_uuids(nvml, handle) -> tuple[str, ...]:
     if not _mig_mode(nvml, handle):
         return ()
     found = []
-    for slot in range(_reading(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
-        uuid = _reading(lambda s: nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, s)), slot)
+    for slot in range(reading(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+        uuid = reading(lambda s: nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, s)), slot)
         if uuid is not None:  # else an empty slot
-            found.append(_text(uuid))
+            found.append(text(uuid))
     return tuple(found)
 
 
 def _asked(nvml, name: str, *args):
     """NVML's `name`(*args), None where this NVML has no such call or does not say."""
     call = getattr(nvml, name, None)
-    return _reading(call, *args) if call is not None else None
+    return reading(call, *args) if call is not None else None
 
 
-def _reading(call, *args):
-    """call(*args), None where NVML does not say."""
+def reading(call, *args):
+    """call(*args), None where NVML (or the board) does not say."""
     try:
         return call(*args)
     except Exception:

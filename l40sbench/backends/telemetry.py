@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from l40sbench.backends.cuda_driver import LIMIT_SECONDS
-from l40sbench.backends.nvml_boards import mig_uuids
+from l40sbench.backends.nvml_boards import mig_uuids, text
 from l40sbench.core.deadline import within
 from l40sbench.core.devices import Device, gpus
 from l40sbench.core.telemetry import POWER_CAP, CounterTotal, Source
@@ -47,17 +47,13 @@ class Board:
         return {"nvml_index": self.index, "uuid": self.uuid, "name": self.name, "pci_bus_id": self.pci_bus_id}
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def nvml_boards(nvml) -> list[Board]:
     """Every board NVML sees, in its order (PCI bus order, whatever CUDA_VISIBLE_DEVICES holds)."""
     boards = []
     for index in range(nvml.nvmlDeviceGetCount()):
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        boards.append(Board(index, _text(nvml.nvmlDeviceGetUUID(handle)), _text(nvml.nvmlDeviceGetName(handle)),
-                            _text(nvml.nvmlDeviceGetPciInfo(handle).busId), handle, mig_uuids(nvml, handle)))
+        boards.append(Board(index, text(nvml.nvmlDeviceGetUUID(handle)), text(nvml.nvmlDeviceGetName(handle)),
+                            text(nvml.nvmlDeviceGetPciInfo(handle).busId), handle, mig_uuids(nvml, handle)))
     return boards
 
 
@@ -172,7 +168,7 @@ def nvml_source(nvml=None, used: Sequence[Device] = (), environ: Mapping[str, st
         return seen
 
     instances = [d.uuid for d in gpus(used) if d.uuid and d.uuid.startswith("MIG-")]
-    facts = {"driver": _text(nvml.nvmlSystemGetDriverVersion()),
+    facts = {"driver": text(nvml.nvmlSystemGetDriverVersion()),
              "boards": [b.describe() for b in mine],
              **({"mig_instances": instances, "mig_note": "MIG instances: the readings are their parent boards' "
                  "(NVML reads no power or clocks per instance)"} if instances else {}),
