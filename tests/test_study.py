@@ -109,19 +109,33 @@ def _wait_for(condition, timeout=600):
         time.sleep(0.5)
 
 
-def test_a_killed_study_resumes_with_only_its_missing_steps(tmp_path):
+@pytest.mark.parametrize("stop", [pytest.param(signal.SIGKILL, marks=pytest.mark.long), signal.SIGTERM])
+def test_a_stopped_study_resumes_with_only_its_missing_steps(tmp_path, stop):
+    """SIGKILL to the study and its step at once (nothing said, nothing saved), or SIGTERM to the study alone (a
+    spot instance taken back): one line naming the folder and --resume, the running step stopped and its record,
+    where it wrote one, marked with the signal; --resume runs only what is missing."""
     root = tmp_path / "study"
     steps = "classify-vgg19,classify-xception"
     study = subprocess.Popen([sys.executable, "-m", "l40sbench", "study", "l40s", "--quick", "--only", steps,
                               "--output-dir", str(root)], cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     first, second = root / "01-classify-xception", root / "02-classify-vgg19"  # in the plan's order
     try:
         _wait_for(lambda: (second / "log.txt").exists() or study.poll() is not None)
         assert study.poll() is None, study.communicate()
-        os.killpg(study.pid, signal.SIGKILL)  # the study and its running step, at once
+        if stop == signal.SIGKILL:
+            os.killpg(study.pid, signal.SIGKILL)  # the study and its running step, at once
+        else:
+            study.send_signal(signal.SIGTERM)
     finally:
-        study.wait()
+        _, err = study.communicate(timeout=300)
+    if stop == signal.SIGTERM:
+        assert study.returncode == 130, err[-3000:]
+        assert err.splitlines()[-1] == (f"stopped by SIGTERM: the steps finished so far are kept in {root}; "
+                                        f"`l40sbench study --resume {root}` runs the rest")
+        if (second / "result.json").exists():
+            partial = json.loads((second / "result.json").read_text())
+            assert partial["complete"] is False and partial["stopped_by"] == "SIGTERM"
     finished = json.loads((first / "result.json").read_text())
     assert finished["complete"] is True
     before = (first / "result.json").stat().st_mtime_ns

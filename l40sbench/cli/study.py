@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from l40sbench.cli.common import Renamed, log, prepare_output_dir
+from l40sbench.cli.common import EXIT_INTERRUPTED, Renamed, log, prepare_output_dir
 from l40sbench.cli.device_flags import (
     add_backend_flag,
     add_cpu_flag,
@@ -221,7 +221,14 @@ def _run_study(args, plan, root: Path, state: dict, started: float) -> int:
     os.environ.setdefault(PEAK_FILE_VARIABLE, str(root / "peak.json"))  # one peak for every step
     os.environ["KERAS_BACKEND"] = args.backend
     budget = state.get("budget_s")
-    outcomes = run_plan(plan, root, state, log, deadline=started + budget if budget else None)
+    try:
+        outcomes = run_plan(plan, root, state, log, deadline=started + budget if budget else None)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the running step saved what it measured (core.stops)
+        from l40sbench.core.stops import what
+
+        log(f"{what()}: the steps finished so far are kept in {root}; `l40sbench study --resume {root}` runs the "
+            "rest")
+        return EXIT_INTERRUPTED
     if budget:
         used = time.perf_counter() - started
         state["budget"] = {"budget_s": budget, "used_s": used, "slack_s": budget - used}
