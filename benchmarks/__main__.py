@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--check", action="store_true", help="only say whether the page holds what publish writes")
     check.add_argument("--allow-dirty", action="store_true",
                        help="publish records measured on uncommitted code, each row marked so")
+    check.add_argument("--records", type=Path, default=runner.RESULTS,
+                       help="where the records are, a folder per device (default: benchmarks/results/claims/)")
     one = sub.add_parser("_one")  # the child runner.run starts per claim
     one.add_argument("name")
     one.add_argument("sizes")
@@ -59,11 +61,12 @@ def main(argv: list[str] | None = None) -> int:
             runner.run(names, args.quick, args.output_dir, args.anyway, _log)
         elif args.verb == "publish":
             if args.check:
-                same = pages.published() == pages.table(allow_dirty=args.allow_dirty)
+                same = pages.published() == pages.table(args.records, args.allow_dirty)
                 print("docs/PERFORMANCE.md holds the table the records give" if same else
                       "docs/PERFORMANCE.md differs from the records: python -m benchmarks publish")
                 return 0 if same else 1
-            print("docs/PERFORMANCE.md " + ("written" if pages.publish(allow_dirty=args.allow_dirty) else "already held the records' table"))
+            changed = pages.publish(results=args.records, allow_dirty=args.allow_dirty)
+            print("docs/PERFORMANCE.md " + ("written" if changed else "already held the records' table"))
         else:
             runner.one(args.name, args.sizes, args.out)
     except UserError as exc:

@@ -73,6 +73,19 @@ def test_publish_refuses_an_old_schema_another_claim_version_and_uncommitted_cod
     assert str(said.value).endswith("python -m benchmarks run jax-step")
 
 
+def test_publish_check_fails_in_one_line_on_a_dirty_or_stale_record(tmp_path):
+    _records_to(tmp_path, _clean)
+    _records_to(tmp_path, lambda r: (_clean(r), r["env"].update(suite_commit="f" * 40 + "-dirty")), names={"loadgen"})
+    checked = _benchmarks("publish", "--check", "--records", tmp_path)
+    assert checked.returncode == 2 and checked.stdout == ""
+    assert checked.stderr.splitlines() == [
+        f"python -m benchmarks: error: claim loadgen's cpu record was measured on uncommitted code ({'f' * 40}-dirty; "
+        "--allow-dirty publishes it marked so): measure it again, python -m benchmarks run loadgen"]
+    _records_to(tmp_path, lambda r: (_clean(r), r.update(claim_version="0" * 16)), names={"loadgen"})
+    stale = _benchmarks("publish", "--check", "--allow-dirty", "--records", tmp_path)
+    assert stale.returncode == 2 and "claim loadgen's cpu record is of another version of the claim" in stale.stderr
+
+
 def test_allow_dirty_publishes_uncommitted_code_marked_so(tmp_path):
     from benchmarks.claims.publish import UNCOMMITTED, table
 
