@@ -103,6 +103,21 @@ def cli_in_process(*args, env: dict | None = None) -> Finished:
     return Finished(code, out.getvalue(), err.getvalue())
 
 
+def assert_audits_pass(checked: list[dict], returncode: int) -> None:
+    """Every compliance test of an `--audit all` run PASSes, or FAILs on speed alone with its pairs on both sides of
+    1 (the audited run faster in one turn, slower in another): a shared host moves a 2-3 second latency by 10-20 %
+    within a pair, and LoadGen's TEST05 bound is 5 %; a SUT whose speed an audit changes moves every pair one way,
+    and fails here. The command's exit says FAIL wherever a test did."""
+    from l40sbench.loadgen import audits
+
+    said = "\n".join(audits.line(a) for a in checked)
+    for audit in checked:
+        low, high = audit["ratio_range"]
+        speed_only = all("against the baseline" in why for why in audit["why"])
+        assert audit["verdict"] == "PASS" or (speed_only and low <= 1 <= high), said
+    assert returncode == (0 if all(a["verdict"] == "PASS" for a in checked) else 1), said
+
+
 def assert_one_line_exit_2(result, fragment):
     """A user's mistake: exit 2, no traceback, one error line, last, naming the problem."""
     assert result.returncode == 2, result.stderr
