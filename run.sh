@@ -147,8 +147,10 @@ if [ "${1:-}" = "test" ]; then
     runs="$(mktemp -d "${TMPDIR:-/tmp}/l40sbench-test-runs-XXXXXX")"
     trap 'rm -rf "$runs"' EXIT
     export L40SBENCH_TEST_RUNS="$runs"
+    # A worker that dies (the kernel's OOM killer, 2026-12-07) ends the run at once: a replaced worker once left
+    # the controller waiting without a summary.
     "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "($tier) and not serial" -n 4 --dist loadfile \
-      --no-loadscope-reorder
+      --no-loadscope-reorder --max-worker-restart 0
     # pytest exits 5 where the tier holds no serial test: nothing failed.
     "$venv/bin/python" -m pytest --ignore=tests/benchmarks -m "($tier) and serial" || [ $? -eq 5 ]
     exit 0

@@ -117,13 +117,17 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
       ClaimFailed: a claim's body failed (after every other claim was measured).
     """
     from l40sbench.backends import cuda_driver
+    from l40sbench.backends.gpu_gate import TF_LOG_DEFAULT, TF_LOG_VARIABLE
     from l40sbench.core.env import fingerprint
     from l40sbench.peak.measure import measure_env
 
     claims = [load_all().get(name) for name in names]
+    device = device_key(cuda_driver.devices())
+    if device == "cpu" and os.environ.get(TF_LOG_VARIABLE, TF_LOG_DEFAULT) == TF_LOG_DEFAULT:
+        os.environ[TF_LOG_VARIABLE] = "3"  # as the gate's CPU choice: no "E ... failed call to cuInit" line
     log("measuring the machine's peak (as every run does) ...")
     peak = measure_env(log=log)
-    env, device = fingerprint(), device_key(cuda_driver.devices())
+    env = fingerprint()
     if (env["suite_commit"] or "-dirty").endswith("-dirty"):
         log(f"the tree has uncommitted changes ({env['suite_commit'] or 'no git commit'}): publish refuses these "
             "records (or marks their rows with --allow-dirty)")
