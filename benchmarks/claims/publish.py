@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from benchmarks.claims import SCHEMA, load_all
-from benchmarks.claims.runner import REPO, RESULTS, record_path
+from benchmarks.claims.runner import REPO, RESULTS, dirty, record_path
 from l40sbench.errors import UserError
 
 PAGE = REPO / "docs" / "PERFORMANCE.md"
@@ -25,7 +25,7 @@ END = "<!-- end of the claims written from records -->"
 HEADER = ("| topic | claim | device | figure | 95 % interval | command | date | machine's rate (GFLOP/s) | commit | "
           "log entry |\n|---|---|---|---|---|---|---|---|---|---|")
 HOME = "cpu"  # the device every claim has a record on
-DIRTY, UNCOMMITTED = "-dirty", "uncommitted code"
+UNCOMMITTED = "uncommitted code"
 
 
 def _value(value: float, unit: str) -> str:
@@ -37,8 +37,8 @@ def _value(value: float, unit: str) -> str:
 
 
 def _commit(record: dict) -> str:
-    commit = record["env"].get("suite_commit") or "-"
-    return f"{commit[:7]}, {UNCOMMITTED}" if commit.endswith(DIRTY) else commit[:7]
+    commit = record["env"].get("suite_commit")
+    return f"{(commit or '-')[:7]}, {UNCOMMITTED}" if dirty(commit) else commit[:7]
 
 
 def _row(record: dict, claim) -> str:
@@ -63,7 +63,7 @@ def refusal(record: dict, claim, allow_dirty: bool = False) -> str | None:
     if record.get("claim_version") != claim.version(claim.sizes):
         return (f"is of another version of the claim (its body's source or sizes changed since "
                 f"{(record['env'].get('suite_commit') or 'its commit')[:7]})")
-    if (record["env"].get("suite_commit") or DIRTY).endswith(DIRTY) and not allow_dirty:
+    if dirty(record["env"].get("suite_commit")) and not allow_dirty:
         return (f"was measured on {UNCOMMITTED} ({record['env'].get('suite_commit') or 'no commit'}; "
                 "--allow-dirty publishes it marked so)")
     return None

@@ -48,6 +48,14 @@ def device_key(devices) -> str:
     return "gpu-" + re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-")
 
 
+DIRTY = "-dirty"  # core.env's mark on a commit whose tree had changes
+
+
+def dirty(commit: str | None) -> bool:
+    """Whether a record's commit was measured on uncommitted code (no commit at all counts as such)."""
+    return (commit or DIRTY).endswith(DIRTY)
+
+
 def record_path(results: Path, device: str, name: str) -> Path:
     return results / device / f"{name}.json"
 
@@ -128,7 +136,7 @@ def run(names: list[str], quick: bool, output_dir: Path, anyway: bool, log) -> l
     log("measuring the machine's peak (as every run does) ...")
     peak = measure_env(log=log)
     env = fingerprint()
-    if (env["suite_commit"] or "-dirty").endswith("-dirty"):
+    if dirty(env["suite_commit"]):
         log(f"the tree has uncommitted changes ({env['suite_commit'] or 'no git commit'}): publish refuses these "
             "records (or marks their rows with --allow-dirty)")
     (output_dir / device).mkdir(parents=True, exist_ok=True)
