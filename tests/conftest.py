@@ -64,6 +64,43 @@ def _private_cache(tmp_path_factory):
     os.environ["L40SBENCH_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
 
 
+def _resident_kib() -> tuple[int, int]:
+    """This process's resident memory now and at its peak, in KiB (Linux's /proc; (0, 0) elsewhere)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0, 0
+    return tuple(int(re.search(rf"^{key}:\s+(\d+)", status, re.M).group(1)) for key in ("VmRSS", "VmHWM"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_memory_after_module(request):
+    """What a module's in-process runs left behind, given back before the worker's next module.
+
+    The tests that run the CLI in process keep Keras' global state and the C allocator's freed arenas in their
+    worker; under `--dist loadfile` one worker runs a quarter of the modules, and two workers of 7 GB each
+    beside a test's 5 GB child passed the host's 24 GB (the kernel's OOM killer, 2026-12-07, long tier). With
+    $L40SBENCH_TEST_MEMLOG set, each module's resident memory after it and after the release is appended there.
+    """
+    yield
+    import ctypes
+    import gc
+
+    before = _resident_kib()[0]
+    if "keras" in sys.modules:
+        sys.modules["keras"].backend.clear_session()
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+    if os.environ.get("L40SBENCH_TEST_MEMLOG"):
+        now, peak = _resident_kib()
+        with open(os.environ["L40SBENCH_TEST_MEMLOG"], "a") as log:
+            log.write(f"{os.getpid()} {request.module.__name__} after={before // 1024}MB "
+                      f"released={now // 1024}MB peak={peak // 1024}MB\n")
+
+
 def run_cli(*args, timeout=600, cwd=REPO, **kwargs):
     """The CLI in a fresh interpreter, as a user runs it."""
     return subprocess.run(
