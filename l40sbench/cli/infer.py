@@ -17,6 +17,7 @@ from l40sbench.cli.run_flags import (
 )
 from l40sbench.cli.values import finite
 from l40sbench.errors import UserError
+from l40sbench.modelfile.detector_formats import FORMATS as DETECTOR_FORMATS
 from l40sbench.modelfile.files import LAYOUTS
 
 
@@ -80,6 +81,14 @@ def _add_model_flags(p) -> None:
     add_preprocess_flag(g)
     g.add_argument("--label-map", type=Path, metavar="FILE", help=LABEL_MAP_HELP)
     g.add_argument("--score-threshold", type=finite, metavar="S", help=SCORE_HELP)
+    g.add_argument("--detector-format", choices=DETECTOR_FORMATS,
+                   help="with --model FILE.onnx: the detector format of its outputs, over the suite's guess from the "
+                        "file (od-api: the Object Detection API's outputs; yolo: an Ultralytics raw head (1, 4 + "
+                        "classes, anchors), letterboxed in, decoded and NMS'd out; yolo-end2end: (1, K, 6), NMS "
+                        "inside; torchvision: boxes, labels, scores)")
+    g.add_argument("--nms-iou", type=finite, metavar="IOU",
+                   help="with --model of a YOLO raw head: the IoU above which NMS drops a box of the same class "
+                        "(default: 0.7, Ultralytics' for validation; its conf is --score-threshold, default 0.001)")
     g.add_argument("--layout", choices=LAYOUTS,
                    help="with --model FILE.onnx: where its input's channels go, where the file leaves it open (all "
                         "dimensions symbolic, and the graph does not show it); its height and width then come from "
@@ -87,7 +96,7 @@ def _add_model_flags(p) -> None:
 
 
 MODEL_ONLY = ("--data", "--tfds-data-dir", "--tfds-splits", "--image-size", "--limit", "--strict", "--output-dir",
-              "--layout", "--label-map", "--score-threshold")
+              "--layout", "--label-map", "--score-threshold", "--detector-format", "--nms-iou")
 
 
 def _given_flags(args) -> list[str]:
@@ -103,7 +112,7 @@ def _model_run(args, load):
     from l40sbench.harness.infer_model import infer_model
     from l40sbench.modelfile import given as given_file
 
-    given = given_file.check(args.model, args.layout)
+    given = given_file.check(args.model, args.layout, args.detector_format)
     if given.kind != "savedmodel":  # a SavedModel's batch is read with its signature, after the gate
         check_batches(given, load)
     if args.label_map is not None:
@@ -118,13 +127,15 @@ def _model_run(args, load):
     config = _detector_config(args, given, output_dir) if given.task == "detect" else _classifier_config(
         args, given, output_dir)
     return output_dir, lambda load, save: infer_model(given, config, args.runtimes, args.runtime_precision, log=log,
-                                                       save=save, load=load, label_map=args.label_map)
+                                                       save=save, load=load, label_map=args.label_map,
+                                                       nms_iou=args.nms_iou)
 
 
 def _classifier_config(args, given, output_dir: Path):
     from l40sbench.classify.config import ClassifyConfig
 
-    for flag, value in (("--label-map", args.label_map), ("--score-threshold", args.score_threshold)):
+    for flag, value in (("--label-map", args.label_map), ("--score-threshold", args.score_threshold),
+                        ("--nms-iou", args.nms_iou)):
         if value is not None:
             raise UserError(f"{flag} is for a detector file; {given.path.name} has one output, not a detector's")
     return make_config(ClassifyConfig, base=given.name, model=args.model, **data_flags(args), epochs=None,
@@ -135,14 +146,24 @@ def _classifier_config(args, given, output_dir: Path):
 
 def _detector_config(args, given, output_dir: Path):
     from l40sbench.detect.config import DetectConfig
+    from l40sbench.runtimes.yolo import CONF
 
     for flag, value in (("--preprocess", args.preprocess), ("--layout", args.layout)):
         if value is not None:
-            raise UserError(f"{flag} is not for a detector file: {given.path.name} takes each image at its own "
-                            "size, as uint8 pixels it scales itself")
+            raise UserError(f"{flag} is not for a detector file: {given.path.name} "
+                            + ("takes each image at its own size, as uint8 pixels it scales itself"
+                               if given.detector_format == "od-api" else
+                               f"is a {given.detector_format} export, fed as its format says"))
+    yolo_head = given.detector_format in ("yolo", "yolo-end2end")
+    if args.nms_iou is not None and given.detector_format != "yolo":
+        raise UserError(f"--nms-iou is for a YOLO raw head; {given.path.name} is a {given.detector_format} export "
+                        "(its NMS, if any, is inside it)")
+    if args.nms_iou is not None and not 0 < args.nms_iou <= 1:
+        raise UserError(f"--nms-iou {args.nms_iou:g}: an IoU in (0, 1]")
+    threshold = args.score_threshold if args.score_threshold is not None else CONF if yolo_head else None
     return make_config(DetectConfig, base=given.name, **data_flags(args), limit=args.limit, strict=args.strict,
                        output_dir=output_dir, runtimes=args.runtimes, runtime_precision=args.runtime_precision,
-                       **({} if args.score_threshold is None else {"score_threshold": args.score_threshold}),
+                       **({} if threshold is None else {"score_threshold": threshold}),
                        **({} if args.image_size is None else {"image_size": args.image_size}))
 
 
@@ -175,7 +196,7 @@ def _folder_run(args):
 
 def run(args) -> int:
     from l40sbench.core.records import write_result
-    from l40sbench.report import scenario_tables, tables
+    from l40sbench.report import lines, scenario_tables, tables
     from l40sbench.runtimes.registry import resolve
 
     if (args.run_dir is None) == (args.model is None):
@@ -211,7 +232,7 @@ def run(args) -> int:
     if args.model is not None:  # a new run: what a classify run's summary says of it
         from l40sbench.core.stability import line as stability_line
 
-        print(tables.utilisation_line(record))
+        print(lines.model_lines(record))
         print(stability_line(record.get("stability")))
     if load is not None:
         for scenario in load.scenarios:
@@ -219,8 +240,8 @@ def run(args) -> int:
             print(scenario_tables.scenario_title(record, scenario))
             print(scenario_tables.scenario_table(record, scenario, runtimes=record["notes"]["infer_runs"][-1]["runtimes"]))
         print(f"LoadGen logs: {folder / 'loadgen'}")
-    lines, failed = scenario_tables.audit_lines(record, load)
-    for line in lines:
+    audit_said, failed = scenario_tables.audit_lines(record, load)
+    for line in audit_said:
         print(line)
     print(f"results: {saved['path']}")
     return 1 if failed else 0

@@ -67,7 +67,7 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     from l40sbench.core.stability import line as stability_line
     from l40sbench.core.telemetry import line as energy_line
     from l40sbench.harness.run import run_task
-    from l40sbench.report import tables
+    from l40sbench.report import lines, tables
 
     output_dir = config.output_dir or Path("results") / run_id(task, config.base)
     config = dataclasses.replace(config, output_dir=output_dir)  # the runner may write files of its own there
@@ -113,8 +113,8 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
     print(tables.training_table([result]))
     print()
     print(tables.inference_table([result]))
-    if tables.file_to_label_line(result):
-        print(tables.file_to_label_line(result))
+    if lines.file_to_label_line(result):
+        print(lines.file_to_label_line(result))
     print()
     runtimes = tables.runtime_table(result)
     if runtimes:
@@ -122,10 +122,10 @@ def run_and_report(task: str, config, collect: list | None = None) -> int:
               "asked for where that differs):")
         print(runtimes)
         print()
-    print(tables.accuracy_lines(result))
+    print(lines.accuracy_lines(result))
     for line in bound_lines(result.get("bound")):
         print(line)
-    print(tables.utilisation_line(result))
+    print(lines.utilisation_line(result))
     if tables.first_step_line(result):
         print(tables.first_step_line(result))
     print(f"results: {saved['path']} and result.csv")

@@ -78,7 +78,7 @@ def answers(ground_truth: dict, score_threshold: float, size: int, table: np.nda
 
 def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
              warmup: int, trained_precision: str, library_size: int, export=None, sizes: list | None = None,
-             table: np.ndarray | None = None) -> Workload:
+             table: np.ndarray | None = None, decoding: dict | None = None) -> Workload:
     """The rows' workload, and LoadGen's library at `library_size`; `export` (runtime, precision, folder) ->
     Artifact: by default the runtimes' converters from `saved_model`."""
     return Workload(
@@ -90,6 +90,7 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
         warmup=warmup, trained_precision=trained_precision,
         answers=answers(ground_truth, score_threshold, library_size, table),
         library=lambda: library(images, library_size), library_note=library_note(library_size),
+        decoding=decoding,
     )
 
 

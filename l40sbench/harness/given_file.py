@@ -31,16 +31,22 @@ class Prepared:
     utilisation: Callable
 
 
-def probe(runtime: str, path: Path, label: str, exporter: str, images: list, warmup: int, sync, log: Log):
+def probe(runtime: str, path: Path, label: str, exporter: str, images: list, warmup: int, sync, log: Log,
+          decoding: dict | None = None):
     """A registry runtime's loader in this process as the reference (onnxruntime for an ONNX file, TensorFlow's
-    SavedModel loader for a detector's): (its row named `label`, without scores; its stacked outputs by name)."""
+    SavedModel loader for a detector's): (its row named `label`, without scores; its stacked outputs by name).
+    `decoding`: a detector file's host stages around each call (runtimes.staged), each stage's mean in the row."""
     from l40sbench.core.env import host_threads as threads
     from l40sbench.core.timing import probe_latency
     from l40sbench.runtimes.child import stack_outputs
     from l40sbench.runtimes.export import size_mb
     from l40sbench.runtimes.registry import load
+    from l40sbench.runtimes.staged import Decoding, StageClock, staged
 
     loaded = load(runtime, path, "fp32", threads(), "fp32")
+    clock = StageClock()
+    if decoding is not None:
+        loaded = staged(loaded, Decoding.from_dict(decoding), clock)
     outputs: list = []
 
     def predict(image):
@@ -54,7 +60,9 @@ def probe(runtime: str, path: Path, label: str, exporter: str, images: list, war
     row = RuntimeResult(runtime=label, status="ok", version=loaded.version, exporter=exporter, artifact=str(path),
                         size_mb=size_mb(path), precision_requested="fp32", precision=loaded.precision,
                         threads=loaded.threads, settings=loaded.settings,
-                        inference=InferenceResult.from_stats(stats, warmup=warmup, batch_size=1), device=loaded.device)
+                        inference=InferenceResult.from_stats(stats, warmup=warmup, batch_size=1,
+                                                             stages_mean_ms=clock.means_ms(warmup)),
+                        device=loaded.device)
     return row, stack_outputs(outputs)
 
 

@@ -19,10 +19,10 @@ from l40sbench.modelfile.files import ModelFile
 
 
 def infer_model(given: ModelFile, config, names: tuple[str, ...], precision: str, *, log: Log, save: Save,
-                load=None, label_map: Path | None = None) -> dict:
+                load=None, label_map: Path | None = None, nms_iou: float | None = None) -> dict:
     """Times the file on `names` (and under `load`'s LoadGen scenarios) into config.output_dir; saves the record
     after the reference and after each row, and returns it. `config`: a ClassifyConfig, or a DetectConfig for
-    a detector file (given.task "detect", whose classes `label_map` names).
+    a detector file (given.task "detect", whose classes `label_map` names; a YOLO head's NMS at `nms_iou`).
 
     Raises:
       UserError: a file that does not load, data that cannot be read, --image-size against the model's own.
@@ -44,8 +44,9 @@ def infer_model(given: ModelFile, config, names: tuple[str, ...], precision: str
     log(f"loading {given.path} ({given.kind}{', a detector' if given.task == 'detect' else ''}) ...")
     if given.task == "detect":
         from l40sbench.harness.given_detector import detector
+        from l40sbench.runtimes.yolo import IOU
 
-        prepared = detector(given, config, load, label_map, log)
+        prepared = detector(given, config, load, label_map, log, IOU if nms_iou is None else nms_iou)
     else:
         from l40sbench.harness.given_classifier import classifier
 

@@ -46,6 +46,10 @@ def load_calls(request: dict, workers: int) -> tuple[list, dict]:
     loaded = [load(request["runtime"], Path(request["artifact"]), request["precision"], threads,
                    request["file_precision"], xla=request.get("xla", False))
               for _ in range(1 if shared else workers)]
+    if request.get("decoding"):  # a detector file's format: its host stages inside each call, as the probe timed
+        from l40sbench.runtimes.staged import Decoding, staged
+
+        loaded = [staged(item, Decoding.from_dict(request["decoding"])) for item in loaded]
     calls = [loaded[0].call] * workers if shared else [item.call for item in loaded]
     first = loaded[0]
     return calls, {"precision": first.precision, "threads_per_worker": first.threads, "version": first.version,

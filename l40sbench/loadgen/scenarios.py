@@ -165,8 +165,10 @@ def _finished(out: Path, names: list[str]) -> list[dict]:
 def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path, run_dir: Path, log: Log,
                 on_entries: Callable[[tuple[ScenarioResult, ...], tuple[dict, ...]], None],
                 answers: Answers | None = None, given_audit: tuple[Path, str] | None = None,
-                library: dict | None = None) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
-    """Every test of `load` on one runtime, in one child; the entries of the tests that finished, and the audits
+                library: dict | None = None, decoding: dict | None = None,
+                ) -> tuple[tuple[ScenarioResult, ...], tuple[dict, ...]]:
+    """Every test of `load` on one runtime, in one child (a detector file's host stages around each call where
+    `decoding` names them: runtimes.staged); the entries of the tests that finished, and the audits
     (the suite's, checked; or every test, where an audit.config in the working directory made them audits)."""
     probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
                   images_per_second=row.inference.images_per_second)
@@ -186,7 +188,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
                "audit_config": str(given_audit[0]) if given_audit else None, "library": library,
                # a library other than the rows' images: the child scales the hints to its own pass over it
                "probe": dataclasses.asdict(probe) if library and library.get("differs_from_rows") else None,
-               "user_expected_qps": load.expected_qps is not None}
+               "user_expected_qps": load.expected_qps is not None, "decoding": decoding}
     write_atomic(out / "request.json", json.dumps(request, indent=2))
     log(f"loadgen {row.runtime}: {len(todo)} test(s): {', '.join(job.tag for job in todo)}")
     try:
@@ -243,7 +245,7 @@ def run_scenarios(rows: tuple[RuntimeResult, ...], load: LoadConfig, record: dic
             entries, audited = run_runtime(
                 row, load, record, inputs, run_dir, log,
                 lambda entries, audited, before=done, earlier=checked: on_entries(before + entries, earlier + audited),
-                answers, given_audit, library)
+                answers, given_audit, library, work.decoding)
             done, checked = done + entries, checked + audited
     finally:
         inputs.unlink(missing_ok=True)

@@ -71,8 +71,10 @@ def class_ids(label_map: dict[int, str] | None, classes: tuple[str, ...]) -> np.
     return table
 
 
-def facts(label_map: Path | None, table: np.ndarray | None, classes: tuple[str, ...]) -> dict:
-    """The record's word on how the model's classes were read."""
-    if label_map is None:
+def facts(label_map: Path | None, table: np.ndarray | None, classes: tuple[str, ...], read: str | None = None) -> dict:
+    """The record's word on how the model's classes were read: --label-map, else `read` (where the file names them,
+    or its ids count from 0), else by name order."""
+    if label_map is None and read is None:
         return {"class_ids": BY_NAME}
-    return {"class_ids": f"--label-map {label_map}", "mapped": {str(i): classes[v - 1] for i, v in enumerate(table) if v}}
+    return {"class_ids": f"--label-map {label_map}" if label_map is not None else read,
+            "mapped": {str(i): classes[v - 1] for i, v in enumerate(table) if v}}

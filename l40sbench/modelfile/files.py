@@ -32,8 +32,10 @@ class ModelFile:
       batch: the batch it is fixed at (None: any).
       layout: "nhwc", or "nchw" (an ONNX file as PyTorch exports it).
       own_scaling: the class of its first layer where that scales its input (Rescaling, Normalization).
-      task: "classify" (one output of any shape), or "detect" (the Object Detection API's serving outputs:
-        modelfile.detector; each image fed at its own size).
+      task: "classify" (one output of any shape), or "detect" (a detector: modelfile.detector_formats).
+      detector_format: a detector's format (od-api: the Object Detection API's serving outputs, each image fed at
+        its own size as uint8; yolo, yolo-end2end: an Ultralytics export, letterboxed to `size`; torchvision).
+      class_names: the model's own {class id: name} where the file says it (Ultralytics' `names`).
     """
 
     path: Path
@@ -43,6 +45,8 @@ class ModelFile:
     layout: str = "nhwc"
     own_scaling: str | None = None
     task: str = "classify"
+    detector_format: str | None = None
+    class_names: dict | None = None
 
     @property
     def name(self) -> str:

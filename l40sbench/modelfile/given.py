@@ -9,11 +9,12 @@ from l40sbench.errors import UserError
 from l40sbench.modelfile import files
 
 
-def check(path: Path, layout: str | None = None) -> files.ModelFile:
+def check(path: Path, layout: str | None = None, detector_format: str | None = None) -> files.ModelFile:
     """The file's kind and what it takes, read without TensorFlow (a SavedModel's input is read when it loads).
 
     Args:
       layout: --layout, where an ONNX file leaves its channels' place open.
+      detector_format: --detector-format, over the guess from an ONNX file (a SavedModel is od-api or none).
 
     Raises:
       UserError: see files.kind_of, files.keras_file_facts and onnx_file.inspect.
@@ -22,7 +23,11 @@ def check(path: Path, layout: str | None = None) -> files.ModelFile:
     if kind == "onnx":
         from l40sbench.modelfile import onnx_file
 
-        return onnx_file.inspect(path, layout)
+        return onnx_file.inspect(path, layout, detector_format)
+    if detector_format not in (None, "od-api"):
+        raise UserError(f"--detector-format {detector_format}: a {'Keras file' if kind == 'keras' else 'SavedModel'} "
+                        "is read as the Object Detection API's (od-api) or as a classifier; the other formats are "
+                        "ONNX exports")
     if layout not in (None, "nhwc"):
         raise UserError(f"--layout {layout}: a {'Keras file' if kind == 'keras' else 'SavedModel'} takes "
                         "(batch, height, width, 3); --layout is for an ONNX file")
@@ -57,7 +62,7 @@ def with_task(given: files.ModelFile) -> files.ModelFile:
         raise UserError(f"--model {given.path}: no serving_default signature in it")
     signature = signatures[0]["serving_default"]
     if detector.is_detector(signature.outputs):
-        return dataclasses.replace(given, task="detect")  # each image fed at its own size
+        return dataclasses.replace(given, task="detect", detector_format="od-api")  # each image at its own size
     inputs = list(signature.inputs.values())
     if len(inputs) != 1:
         raise UserError(f"--model {given.path}: the suite takes a model of one image input; its signature takes "

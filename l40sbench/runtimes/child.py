@@ -42,6 +42,12 @@ def run(request: dict) -> dict:
     loaded = load(request["runtime"], Path(request["artifact"]), request["precision"], request["threads"],
                   request["file_precision"])
     load_seconds = time.perf_counter() - started
+    clock = None
+    if request.get("decoding"):  # a detector file's format: its host stages around the call (runtimes.staged)
+        from l40sbench.runtimes.staged import Decoding, StageClock, staged
+
+        clock = StageClock()
+        loaded = staged(loaded, Decoding.from_dict(request["decoding"]), clock)
     images = read_images(Path(request["inputs"]))
     outputs: list[dict] = []
     from l40sbench.data.images import MODEL_CALL
@@ -59,7 +65,8 @@ def run(request: dict) -> dict:
     return {"stats": dataclasses.asdict(stats), "precision": loaded.precision, "threads": loaded.threads,
             "version": loaded.version, "settings": loaded.settings, "load_seconds": load_seconds,
             "device": loaded.device,
-            "stages_mean_ms": {name: s.mean_ms for name, s in timed.items()} if len(calls) > 1 else {}}
+            "stages_mean_ms": clock.means_ms(request["warmup"]) if clock is not None else
+            {name: s.mean_ms for name, s in timed.items()} if len(calls) > 1 else {}}
 
 
 def main(argv: list[str]) -> int:

@@ -59,6 +59,7 @@ class Workload:
     library_note: str = "the test images as the runtime rows take them"
     files: tuple[str, ...] = ()  # the images' files, in order, where the task times file to label (classify)
     image_size: int | None = None  # the size a file is resized to on its way to a label
+    decoding: dict | None = None  # a detector file's host stages (runtimes.staged.Decoding), in every process
 
 
 def crash_reason(runtime: str, outcome: child.Outcome, timeout_s: float = CHILD_TIMEOUT_S) -> str:
@@ -103,7 +104,7 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
         f"{len(workload.images)} images one at a time in a child process, first {workload.warmup} excluded ...")
     timing, outputs, failure = _time_in_child(runtime, str(artifact.path), artifact.precision, precision,
                                               workload.warmup, folder, inputs, files=workload.files,
-                                              image_size=workload.image_size)
+                                              image_size=workload.image_size, decoding=workload.decoding)
     if failure:
         return RuntimeResult(**base, status="failed", reason=failure)
     try:
@@ -125,14 +126,14 @@ def measure_one(runtime: str, workload: Workload, precision: str, folder: Path, 
 
 def _time_in_child(runtime: str, artifact: str, file_precision: str, precision: str, warmup: int, folder: Path,
                    inputs: Path, env: dict | None = None, files: tuple[str, ...] = (),
-                   image_size: int | None = None) -> tuple[dict | None, dict | None, str]:
+                   image_size: int | None = None, decoding: dict | None = None) -> tuple[dict | None, dict | None, str]:
     """(the child's timing, its outputs, "") for one runtime timed in a child, the timing's `inference` an
     InferenceResult of its stats; (None, None, why) if it failed."""
     folder.mkdir(parents=True, exist_ok=True)
     request = {"runtime": runtime, "artifact": artifact, "file_precision": file_precision, "precision": precision,
                "threads": threads(), "inputs": str(inputs), "outputs": str(folder / "outputs.npz"),
                "result": str(folder / "timing.json"), "warmup": warmup, "files": list(files),
-               "image_size": image_size}
+               "image_size": image_size, "decoding": decoding}
     (folder / "request.json").write_text(json.dumps(request, indent=2))
     outcome = child.run([sys.executable, "-m", "l40sbench.runtimes.child", str(folder / "request.json")],
                         timeout_s=CHILD_TIMEOUT_S, memory_limit_mb=None, env=env)
