@@ -25,9 +25,11 @@ NO_FLOPS = ("none: a detector file's work depends on each image's size and on it
             "`detect` counts its own model's")
 
 
-def detector(given: ModelFile, config, load, label_map: Path | None, log: Log, iou: float = IOU) -> Prepared:
+def detector(given: ModelFile, config, load, label_map: Path | None, log: Log,
+             nms_iou: float | None = None) -> Prepared:
     """The detector file ready to time on config's data (a DetectConfig); a YOLO or torchvision export with its
-    host stages (runtimes.staged: letterbox, decode and NMS at `iou`, config.score_threshold as its conf).
+    host stages (runtimes.staged: letterbox, decode and NMS at `nms_iou`, default Ultralytics' 0.7,
+    config.score_threshold as its conf).
 
     Raises:
       UserError: an empty test split, a label map that does not parse or names none of the data's classes,
@@ -57,7 +59,8 @@ def detector(given: ModelFile, config, load, label_map: Path | None, log: Log, i
         if unknown:
             log(f"the model does not know {', '.join(unknown)} (its classes: {', '.join(names.values())}): their "
                 "objects are scored as missed")
-        decoding = Decoding(given.detector_format, given.size, config.score_threshold, iou).to_dict()
+        decoding = Decoding(given.detector_format, given.size, config.score_threshold,
+                            IOU if nms_iou is None else nms_iou).to_dict()
     table = det_file.class_ids(names, classes)
     images = [decode_rgb(a.image_path.read_bytes())[None] for a in test]
     sizes = [image.shape[1:3] for image in images]

@@ -44,9 +44,7 @@ def infer_model(given: ModelFile, config, names: tuple[str, ...], precision: str
     log(f"loading {given.path} ({given.kind}{', a detector' if given.task == 'detect' else ''}) ...")
     if given.task == "detect":
         from l40sbench.harness.given_detector import detector
-        from l40sbench.runtimes.yolo import IOU
-
-        prepared = detector(given, config, load, label_map, log, IOU if nms_iou is None else nms_iou)
+        prepared = detector(given, config, load, label_map, log, nms_iou)
     else:
         from l40sbench.harness.given_classifier import classifier
 

@@ -90,14 +90,13 @@ def inspect(path: Path, layout: str | None = None, detector_format: str | None =
     if kind not in PIXELS:
         raise UserError(f"{where}: its input is {kind}; the suite feeds pixels as {', '.join(PIXELS)}")
     dims = _dims(graph_input)
+    facts = detector_formats.ultralytics({p.key: p.value for p in model.metadata_props}, where)
     chosen_format = detector_formats.decide([detector_formats.Output(o.name, tuple(_dims(o))) for o in model.graph.output],
-                                            detector_formats.ultralytics(
-                                                {p.key: p.value for p in model.metadata_props}, where),
-                                            detector_format, where)
+                                            facts, detector_format, where)
     if chosen_format in ("yolo", "yolo-end2end", "torchvision"):
         if layout is not None:
             raise UserError(f"--layout is not for a detector file: {path.name} is a {chosen_format} export")
-        return _other_detector(path, model, dims, kind, chosen_format)
+        return _other_detector(path, facts, dims, kind, chosen_format)
     if chosen_format == "od-api":
         if len(dims) != 4 or dims[3] != 3 or any(isinstance(d, int) for d in dims[1:3]):
             raise UserError(f"{where}: a detector here takes each image at its own size, (batch, height, width, 3) "
@@ -124,7 +123,8 @@ def inspect(path: Path, layout: str | None = None, detector_format: str | None =
     return ModelFile(path, "onnx", declared_size, batch, chosen, own_scaling=UINT8 if kind == "tensor(uint8)" else None)
 
 
-def _other_detector(path: Path, model, dims: list, kind: str, chosen: str) -> ModelFile:
+def _other_detector(path: Path, facts: detector_formats.Ultralytics | None, dims: list, kind: str,
+                    chosen: str) -> ModelFile:
     """An Ultralytics or torchvision detector's input read: NCHW float pixels (0-1 fed as nodes by `fed`), a YOLO
     export's square from its metadata's imgsz (else its input's), a torchvision export's at each image's own size.
 
@@ -135,7 +135,6 @@ def _other_detector(path: Path, model, dims: list, kind: str, chosen: str) -> Mo
     where = f"--model {path}"
     if kind == "tensor(uint8)":
         raise UserError(f"{where}: a {chosen} export takes float pixels 0-1; this one takes uint8")
-    facts = detector_formats.ultralytics({p.key: p.value for p in model.metadata_props}, where)
     channels_first = (len(dims) == 4 and dims[1] == 3) or (chosen == "torchvision" and len(dims) == 3 and dims[0] == 3)
     if not channels_first:
         raise UserError(f"{where}: a {chosen} export takes (batch, 3, height, width) pixels; this one takes "
@@ -203,6 +202,11 @@ def fed(given: ModelFile, size: int, scaling, folder: Path) -> Path:
     return folder / FED
 
 
+def _opset(model) -> int:
+    """The version of the default ONNX domain the model imports."""
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+
 def _prefixed(model, input_name: str, nodes: list, constants: list, pixels_shape: list, image_shape: list,
               folder: Path) -> Path:
     """`model` with `nodes` before it (from its new input "pixels" to "image", fed to `input_name`), saved as
@@ -211,7 +215,7 @@ def _prefixed(model, input_name: str, nodes: list, constants: list, pixels_shape
     from onnx import compose, helper
 
     elem = next(i for i in model.graph.input if i.name == input_name).type.tensor_type.elem_type
-    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    opset = _opset(model)
     prefix = helper.make_model(
         helper.make_graph(nodes, "l40sbench_input", [helper.make_tensor_value_info("pixels", elem, pixels_shape)],
                           [helper.make_tensor_value_info("image", elem, image_shape)], initializer=constants),
@@ -228,8 +232,9 @@ def fed_detector(given: ModelFile, folder: Path) -> Path:
     transposed (and its batch dropped, where it takes one image as (3, height, width)) inside the file."""
     from l40sbench.modelfile.scaling import MODES
 
+    unit = MODES.get("unit")  # 0-1: pixels / 255, every format here
     if given.detector_format != "torchvision":
-        return fed(given, given.size, MODES.get("unit"), folder)
+        return fed(given, given.size, unit, folder)
     import numpy as np
     import onnx
     from onnx import helper, numpy_helper
@@ -240,8 +245,8 @@ def fed_detector(given: ModelFile, folder: Path) -> Path:
     rank = len(graph_input.type.tensor_type.shape.dim)
     nodes = [helper.make_node("Div", ["pixels", "scale"], ["unit"]),
              helper.make_node("Transpose", ["unit"], ["nchw" if rank == 3 else "image"], perm=[0, 3, 1, 2])]
-    constants = [numpy_helper.from_array(np.asarray(255, onnx.helper.tensor_dtype_to_np_dtype(elem)), "scale")]
-    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    constants = [numpy_helper.from_array(np.asarray(unit.std[0], onnx.helper.tensor_dtype_to_np_dtype(elem)), "scale")]
+    opset = _opset(model)
     if rank == 3 and opset >= 13:  # Squeeze's axes became an input in opset 13
         constants.append(numpy_helper.from_array(np.asarray([0], np.int64), "batch_axis"))
         nodes.append(helper.make_node("Squeeze", ["nchw", "batch_axis"], ["image"]))
