@@ -35,7 +35,7 @@ def add(subparsers) -> None:
             "comparable: some rows ran on different kinds of device or GPU models (an L40S and an H100, a MIG "
             "instance and its board): their figures and statuses are shown, not judged, and no row judged "
             "elsewhere (on the same kind of device on both sides) regressed. Each side is a result file, a run folder or a "
-            "reference (l40s, leadergpu-2017)."
+            "reference (l40s, leadergpu-2017, mlperf-v6.0)."
         ),
     )
     p.add_argument("baseline", metavar="BASELINE", help="result file, run folder or reference name")

@@ -18,10 +18,12 @@ def add(subparsers) -> None:
             "group per machine so several machines sit side by side, each machine's environment block, and "
             "PNG plots: time per epoch (first against steady), the per-image latency distribution with "
             "p50/p90/p99, images/s against batch size and device count with ideal scaling, cost per N images. "
-            "Inputs are result files, run folders, or the references l40s and leadergpu-2017."
+            "Inputs are result files, run folders, or the references l40s, leadergpu-2017 and mlperf-v6.0 (MLPerf "
+            "Inference v6.0's YOLO11 rows for the L40S: a YOLO run of `infer --model` is set beside them, in "
+            "MLPerf's terms, with what differs between the two)."
         ),
     )
-    p.add_argument("inputs", nargs="+", metavar="RESULT", help="result file, run folder, or l40s / leadergpu-2017")
+    p.add_argument("inputs", nargs="+", metavar="RESULT", help="result file, run folder, or l40s / leadergpu-2017 / mlperf-v6.0")
     p.add_argument("--output-dir", type=Path, metavar="DIR",
                    help="folder for report.md and its PNGs (default: results/<UTC time>-report-<first input>/)")
     p.add_argument("--out", type=Path, dest="output_dir", action=Renamed, new="--output-dir")

@@ -333,7 +333,10 @@ def l40s_records() -> list[dict]:
 
 def records() -> dict[str, list[dict]]:
     """File name -> the records it holds."""
-    return {"l40s.json": l40s_records(), "leadergpu_2017.json": leadergpu_records()}
+    from l40sbench.reference import mlperf_v60
+
+    return {"l40s.json": l40s_records(), "leadergpu_2017.json": leadergpu_records(),
+            "mlperf_v60_yolo.json": mlperf_v60.records()}
 
 
 def main() -> None:

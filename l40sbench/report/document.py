@@ -14,7 +14,7 @@ from pathlib import Path
 from l40sbench import cost
 from l40sbench.core.records import write_atomic
 from l40sbench.core.text import markdown_table
-from l40sbench.report import plots, series
+from l40sbench.report import beside_mlperf, plots, series
 from l40sbench.report.cells import offer_rate
 from l40sbench.report.columns import ACCURACY_COLUMNS, INFERENCE_COLUMNS, TRAIN_COLUMNS, input_notes
 from l40sbench.report.inputs import Loaded, machine_labels, row_name
@@ -73,6 +73,7 @@ def _task_section(task: str, runs: list[tuple[str, dict]], out: Path) -> list[st
     if any(r.get("accuracy") for _, r in runs):
         parts += ["### Accuracy on the test split", "", *_table(runs, ACCURACY_COLUMNS[task])]
     parts += _scaling_section(task, runs, out)
+    parts += beside_mlperf.section(runs)
     for index, (label, r) in enumerate(runs, start=1):
         parts += _runtime_section(task, index, label, r, out)
         parts += _scenario_section(task, index, label, r, out)
