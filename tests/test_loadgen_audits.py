@@ -5,6 +5,7 @@ audit.config in the working directory recorded as an audit."""
 import json
 import shutil
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,9 +93,24 @@ def test_a_detectors_library_holds_every_image_at_one_size_its_boxes_normalised_
     rows, cols = np.nonzero(library[1][0, :, :, 0] > 127)
     assert (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1) == (16, 32, 16, 48)
     truth = {"images": [{"id": 1, "height": 30, "width": 50}, {"id": 2, "height": 80, "width": 40}]}
-    answers = det_runtimes.answers(truth, 0.05, 64, None)
+    answers = det_runtimes.answers(truth, 0.05, [(64, 64)] * 2, None)
     assert answers.form.sizes == ((64, 64),) * 2
     data = encoder(answers.form)(_detections([[16 / 64, 16 / 64, 32 / 64, 48 / 64]], [0.9], [1]), 0, 1)
+    (found,) = coco_detections_of([b"", data], truth["images"])
+    assert found["bbox"] == pytest.approx([10, 20, 20, 20], abs=1e-4)
+
+
+def test_a_yolo_files_library_holds_each_image_at_its_own_size():
+    """A YOLO or torchvision file's library: the rows' images as they are (its letterbox is inside each query, as
+    MLPerf's YOLO harness hands each sample's own image to Ultralytics), each answer normalised to its own image."""
+    from l40sbench.detect import runtimes as det_runtimes
+
+    images = [np.zeros((1, 30, 50, 3), np.uint8), np.zeros((1, 80, 40, 3), np.uint8)]
+    truth = {"images": [{"id": 1, "height": 30, "width": 50}, {"id": 2, "height": 80, "width": 40}]}
+    work = det_runtimes.workload(Path("unused"), images, {}, truth, 0.05, 1, "fp32", None, decoding={"format": "yolo"})
+    assert work.library is None and "its own size" in work.library_note
+    assert work.answers.form.sizes == ((30, 50), (80, 40))
+    data = encoder(work.answers.form)(_detections([[20 / 80, 10 / 40, 40 / 80, 30 / 40]], [0.9], [1]), 0, 1)
     (found,) = coco_detections_of([b"", data], truth["images"])
     assert found["bbox"] == pytest.approx([10, 20, 20, 20], abs=1e-4)
 

@@ -113,6 +113,11 @@ def test_formats_are_told_apart_by_the_file():
     assert formats.decide(outputs((1, 6, 2100)), facts, None, "m") == "yolo"
     end2end = formats.ultralytics({**METADATA, "end2end": "True"}, "m")
     assert formats.decide(outputs((1, 300, 6)), end2end, None, "m") == "yolo-end2end"
+    # `yolo export nms=True` of a YOLO11 (Ultralytics 8.4.190): end2end False in the metadata, nms True in its args
+    exported = formats.ultralytics({**METADATA, "args": "{'data': None, 'batch': 1, 'nms': True, 'dynamic': False}"},
+                                   "m")
+    assert exported.end2end is True and formats.decide(outputs((1, 300, 6)), exported, None, "m") == "yolo-end2end"
+    assert formats.ultralytics({**METADATA, "args": "{'nms': None"}, "m").end2end is False  # args unreadable
     triple = outputs(("n", 4), ("n",), ("n",), names=["boxes", "labels", "scores"])
     assert formats.decide(triple, None, None, "m") == "torchvision"
     assert formats.decide(outputs((1, 5, 300)), None, None, "m") is None  # without metadata: a raw output

@@ -116,6 +116,7 @@ def test_a_yolo_raw_head_is_letterboxed_decoded_and_scored_by_its_own_names(data
         assert set(stages) == {"preprocess", "inference", "postprocess"} and all(v > 0 for v in stages.values())
         assert row["settings"]["detector_format"] == "yolo" and "letterbox to 320" in row["settings"]["preprocess"]
     assert "a call's stages (mean ms an image, warm-up excluded): preprocess" in result.stdout
+    assert f"./run.sh report {tmp_path / 'run'} mlperf-v6.0" in result.stdout
 
 
 def test_nms_at_a_lower_iou_and_a_higher_conf_change_what_is_kept(data, tmp_path):
@@ -152,6 +153,19 @@ def test_a_dataset_class_the_model_does_not_know_is_said_and_scored_as_missed(da
     assert record["accuracy"]["per_class_ap_50"]["apple"] == pytest.approx(1.0)
 
 
+def fails_unless_square(path):
+    """The file with each image added to its transpose before the rest: onnxruntime fails on an image that is not
+    square (as a torchvision export fails on an image of no proposals), every image of the set here."""
+    from onnx import helper
+
+    model = onnx.load(str(path))
+    model.graph.node[0].input[0] = "square"  # the ReduceMean that reads the image
+    model.graph.node.insert(0, helper.make_node("Add", ["images", "transposed"], ["square"]))
+    model.graph.node.insert(0, helper.make_node("Transpose", ["images"], ["transposed"], perm=[0, 2, 1]))
+    onnx.save(model, str(path))
+    return path
+
+
 def test_files_the_suite_cannot_take_as_detectors_are_one_line(data, tmp_path):
     head = [1, 3, IMGSZ, IMGSZ]
     cases = [
@@ -171,6 +185,12 @@ def test_files_the_suite_cannot_take_as_detectors_are_one_line(data, tmp_path):
          ("--nms-iou", "0.5"), "--nms-iou is for a YOLO raw head"),
         (save_model(tmp_path / "iou.onnx", {"output0": raw_head()}, head, ultralytics_metadata()),
          ("--nms-iou", "1.5"), "--nms-iou 1.5: an IoU in (0, 1]"),
+        (save_model(tmp_path / "batch.onnx", {"output0": raw_head()}, ["batch", 3, IMGSZ, IMGSZ], ultralytics_metadata()),
+         ("--scenario", "offline", "--max-batch-size", "4"), "a yolo file is served one image a call"),
+        (fails_unless_square(save_model(tmp_path / "tv.onnx", {"boxes": np.zeros((1, 4), np.float32),
+                                                                "labels": np.ones(1, np.int64),
+                                                                "scores": np.ones(1, np.float32)}, [3, "h", "w"])),
+         (), "onnxruntime failed on test image 1 of 3 (200x300): Fail: "),
     ]
     for model, flags, fragment in cases:
         assert_one_line_exit_2(cli_in_process("infer", "--model", model, "--data", data, *flags, "--output-dir",
@@ -188,4 +208,9 @@ def test_loadgen_times_a_yolo_file_with_its_stages_in_the_sut(data, tmp_path):
                           "single-stream", "--duration", "0.5", "--min-queries", "10", "--mode", "accuracy")
     (test,) = record["inference"]["scenarios"]
     assert test["sut"]["samples_answered"] == 3 and test["sut"]["failed_calls"] == 0
+    assert test["library"]["size_hw"] == [200, 300] and "its own size" in test["library"]["made"]  # not squashed
     assert test["runtime"] == "openvino" and test["accuracy"]["matches_probe"], test["accuracy"]
+    report = cli_in_process("report", tmp_path / "run", "mlperf-v6.0", "--output-dir", tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "### Beside MLPerf Inference v6.0's YOLO rows" in text and "What differs between" in text

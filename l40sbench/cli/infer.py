@@ -196,7 +196,7 @@ def _folder_run(args):
 
 def run(args) -> int:
     from l40sbench.core.records import write_result
-    from l40sbench.report import lines, scenario_tables, tables
+    from l40sbench.report import beside_mlperf, lines, scenario_tables, tables
     from l40sbench.runtimes.registry import resolve
 
     if (args.run_dir is None) == (args.model is None):
@@ -244,4 +244,6 @@ def run(args) -> int:
     for line in audit_said:
         print(line)
     print(f"results: {saved['path']}")
+    if beside_mlperf.is_yolo(record):
+        print(f"beside MLPerf Inference v6.0's YOLO11 rows (L40S): ./run.sh report {folder} mlperf-v6.0")
     return 1 if failed else 0

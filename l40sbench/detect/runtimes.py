@@ -61,26 +61,32 @@ def library(images: list, size: int) -> list:
     return [resize_square(np.asarray(image)[0], size)[None] for image in images]
 
 
+OWN_SIZE_NOTE = ("each test image at its own size, as the runtime rows take it and as MLPerf's YOLO harness hands "
+                 "each sample's own image to Ultralytics: the file's own letterbox is inside every query")
+
+
 def library_note(size: int) -> str:
     return (f"each test image resized to {size} x {size} (aspect not kept), as MLPerf's RetinaNet library holds "
             "its images at 800 x 800; the runtime rows take each image at its own size")
 
 
-def answers(ground_truth: dict, score_threshold: float, size: int, table: np.ndarray | None) -> Answers:
-    """LoadGen's responses on the library (`library`): each image's detections as accuracy-coco.py reads them
-    (normalised, scaled back by the original's size in the ground truth), scored by the suite as that script
-    scores them."""
-    form = ResponseFormat("coco", score_threshold=score_threshold, sizes=((size, size),) * len(ground_truth["images"]),
+def answers(ground_truth: dict, score_threshold: float, sizes: tuple, table: np.ndarray | None) -> Answers:
+    """LoadGen's responses on the library (each sample's (height, width) as fed, `sizes`): each image's detections
+    as accuracy-coco.py reads them (normalised, scaled back by the original's size in the ground truth), scored by
+    the suite as that script scores them."""
+    form = ResponseFormat("coco", score_threshold=score_threshold, sizes=tuple(tuple(int(v) for v in hw) for hw in sizes),
                           table=None if table is None else tuple(int(v) for v in table))
     return Answers(form, lambda samples: evaluate(ground_truth, responses.coco_detections_of(
         samples, ground_truth["images"])), ground_truth=ground_truth)
 
 
 def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: dict, score_threshold: float,
-             warmup: int, trained_precision: str, library_size: int, export=None, sizes: list | None = None,
+             warmup: int, trained_precision: str, library_size: int | None, export=None, sizes: list | None = None,
              table: np.ndarray | None = None, decoding: dict | None = None) -> Workload:
-    """The rows' workload, and LoadGen's library at `library_size`; `export` (runtime, precision, folder) ->
-    Artifact: by default the runtimes' converters from `saved_model`."""
+    """The rows' workload, and LoadGen's library at `library_size` (None: the rows' images at their own sizes, as
+    a YOLO or torchvision file is served: MLPerf's YOLO harness hands each sample's own image to Ultralytics);
+    `export` (runtime, precision, folder) -> Artifact: by default the runtimes' converters from `saved_model`."""
+    own = library_size is None
     return Workload(
         images=images,
         export=export or (lambda runtime, precision, folder: convert_saved_model(saved_model, runtime, precision,
@@ -88,8 +94,10 @@ def workload(saved_model: Path, images: list, tf_outputs: dict, ground_truth: di
         score=lambda outputs: score(outputs, tf_outputs, ground_truth, score_threshold, sizes, table),
         mismatch=lambda accuracy, tf: accuracy["map_50_95"] < tf["map_50_95"] - MAP_BOUND,
         warmup=warmup, trained_precision=trained_precision,
-        answers=answers(ground_truth, score_threshold, library_size, table),
-        library=lambda: library(images, library_size), library_note=library_note(library_size),
+        answers=answers(ground_truth, score_threshold, [image.shape[1:3] for image in images] if own else
+                        [(library_size, library_size)] * len(images), table),
+        library=None if own else (lambda: library(images, library_size)),
+        library_note=OWN_SIZE_NOTE if own else library_note(library_size),
         decoding=decoding,
     )
 

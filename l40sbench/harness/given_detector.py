@@ -5,7 +5,8 @@ load it, LoadGen's scenarios.
 
 The reference is timed in this process: TensorFlow's SavedModel loader (the row named tf), or onnxruntime for an
 ONNX file. Each test image is fed at its own size, as `detect` serves it; LoadGen's library holds each at
---image-size (detect.runtimes.library).
+--image-size (detect.runtimes.library), a YOLO or torchvision file's at its own size (letterboxed or resized by
+the file's own way inside each query).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def detector(given: ModelFile, config, load, label_map: Path | None, log: Log,
         accuracy = evaluate(ground_truth, det_runtimes.coco_detections(outputs, config.score_threshold, sizes, table))
         scores = {**accuracy, **agreement.detection(outputs, outputs, len(images), config.score_threshold)}
         work = det_runtimes.workload(given.path, images, outputs, ground_truth, config.score_threshold,
-                                     config.warmup, "fp32", config.image_size,
+                                     config.warmup, "fp32", config.image_size if decoding is None else None,
                                      export=onnx_file.export(artifact) if onnx else None,
                                      sizes=sizes, table=table, decoding=decoding)
         return dataclasses.replace(row, accuracy=scores), work, accuracy, ""

@@ -50,7 +50,13 @@ def probe(runtime: str, path: Path, label: str, exporter: str, images: list, war
     outputs: list = []
 
     def predict(image):
-        outputs.append(loaded.call(image))
+        try:
+            outputs.append(loaded.call(image))
+        except Exception as exc:  # the file cannot answer this image: said in one line, as the runtime said it
+            said = " ".join(str(exc).split())
+            raise UserError(f"{label} failed on test image {len(outputs) + 1} of {len(images)} "
+                            f"({'x'.join(str(d) for d in image.shape[1:3])}): {type(exc).__name__}: "
+                            f"{said[-300:]}") from None
         return outputs[-1]
 
     log(f"{label} (reference): {len(images)} test images one at a time, first {warmup} excluded ...")
@@ -72,3 +78,7 @@ def check_batches(given: ModelFile, load) -> None:
     given.refuse_batch(1, "infer times one image at a time in its latency probe, a batch of")
     if load is not None:
         given.refuse_batch(max(load.batches), "--max-batch-size")
+        if given.detector_format not in (None, "od-api") and max(load.batches) > 1:
+            raise UserError(f"--max-batch-size {max(load.batches)}: a {given.detector_format} file is served one "
+                            "image a call (its letterbox, decode and NMS are per image), as Ultralytics serves it: "
+                            "leave --max-batch-size at 1")

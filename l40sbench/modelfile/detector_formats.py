@@ -81,7 +81,19 @@ def ultralytics(metadata: dict[str, str], where: str) -> Ultralytics | None:
                             "(export with one imgsz)")
         imgsz = sides[0]
     end2end = {"True": True, "False": False}.get(metadata.get("end2end", ""))
+    if _exported_with_nms(metadata):  # Ultralytics' own rule: end2end, or an export with nms=True (its `args`)
+        end2end = True
     return Ultralytics(metadata.get("task", "detect"), names, imgsz, end2end)
+
+
+def _exported_with_nms(metadata: dict[str, str]) -> bool:
+    """Whether the export's `args` say nms=True: NMS put inside the file, a (1, K, 6) head, though its model's
+    `end2end` metadata says False (`yolo export nms=True` of a YOLO11). Unreadable `args`: not known, False."""
+    try:
+        args = ast.literal_eval(metadata.get("args", "{}"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return isinstance(args, dict) and args.get("nms") is True
 
 
 def _shapes(outputs: list[Output]) -> str:
