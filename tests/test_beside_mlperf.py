@@ -63,6 +63,8 @@ def test_what_differs_is_named_for_each_yolo_run():
                  "harness: this run l40sbench's SUT", "one sample at a time in every scenario",
                  "precision: this run fp32; MLPerf's a TensorRT 10.14 engine", "devices: this run CPU; MLPerf's 8x L40S"):
         assert what in text, what
+    named = [line.split(":")[0] for line in lines if line.startswith("- ")]
+    assert named == ["- model", "- data", "- harness", "- precision", "- devices"]
 
 
 def test_no_table_without_both_a_yolo_run_and_mlperfs_rows():

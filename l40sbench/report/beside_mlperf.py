@@ -96,7 +96,7 @@ def differences(record: dict, mlperf: dict) -> list[str]:
         "precision": ", ".join(precisions) or "as each runtime row says",
         "devices": ", ".join(devices) or _device(record, ""),
     }
-    return [f"- {what}: this run {mine[what]}; MLPerf's {theirs[what]}" for what in theirs]
+    return [f"- {what}: this run {mine[what]}; MLPerf's {theirs[what]}" for what in mine if what in theirs]
 
 
 def section(runs: Sequence[tuple[str, dict]]) -> list[str]:
