@@ -6,8 +6,8 @@ score it in torch with pycocotools on the test split, and export it to ONNX as t
 torch and torchvision are not the suite's dependencies: run this in a venv of its own (the one of
 examples/yolo_fruits.py has both), then the suite on its file.
 
-    /tmp/yolo-venv/bin/python examples/torchvision_fruits.py --data ~/data/fruits --out /tmp/frcnn --epochs 4
-    ./run.sh infer --model /tmp/frcnn/frcnn.onnx --data ~/data/fruits --runtimes onnxruntime,openvino
+    build/yolo-venv/bin/python examples/torchvision_fruits.py --data ~/data/fruits --out results/frcnn --epochs 4
+    ./run.sh infer --model results/frcnn/frcnn.onnx --data ~/data/fruits --runtimes onnxruntime,openvino
 
 Its labels count from 1 in the data's class names' order (0 is the background), as the suite reads a torchvision
 file's labels without --label-map.

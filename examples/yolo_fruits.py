@@ -5,9 +5,9 @@ the files and the figures `./run.sh infer --model FILE --data DIR` is checked ag
 
 Ultralytics and torch are not the suite's dependencies: run this in a venv of its own, then the suite on its files.
 
-    python -m venv /tmp/yolo-venv && /tmp/yolo-venv/bin/pip install ultralytics onnx onnxslim onnxruntime defusedxml pycocotools
-    /tmp/yolo-venv/bin/python examples/yolo_fruits.py --data ~/data/fruits --out /tmp/yolo --epochs 30 --imgsz 320
-    ./run.sh infer --model /tmp/yolo/yolo11n.onnx --data ~/data/fruits --runtimes onnxruntime,openvino
+    python3 -m venv build/yolo-venv && build/yolo-venv/bin/pip install ultralytics onnx onnxslim onnxruntime defusedxml pycocotools
+    build/yolo-venv/bin/python examples/yolo_fruits.py --data ~/data/fruits --out results/yolo --epochs 30 --imgsz 320
+    ./run.sh infer --model results/yolo/yolo11n.onnx --data ~/data/fruits --runtimes onnxruntime,openvino
 
 No pretrained weights are fetched (`yolo11n.yaml`, trained from scratch), so it runs where no hub can be reached.
 """
@@ -75,7 +75,8 @@ def parser(doc: str, out: str, epochs: int, batch: int) -> argparse.ArgumentPars
     """The flags both examples take: --data, --out, --epochs, --batch."""
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--data", type=Path, required=True, help="a Pascal VOC set: DIR/train_zip/train or DIR/train, ...")
-    p.add_argument("--out", type=Path, required=True, help=out)
+    # absolute: Ultralytics reads a relative dataset path under its own datasets folder
+    p.add_argument("--out", type=lambda text: Path(text).resolve(), required=True, help=out)
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--batch", type=int, default=batch)
     return p

@@ -52,6 +52,16 @@ def test_a_yolo_run_sits_beside_mlperfs_row_in_mlperfs_terms():
     assert rows[0] == ["here", "yolo11n", "320", "openvino (fp32)", "CPU", "42.500", "33.000", "-", "0.610", "60"]
     assert rows[1][:4] == ["mlperf", "yolo11l", "640", "TensorRT 10.14"]
     assert rows[1][4:8] == ["8x NVIDIA L40S", "7.125", "153.544", "54.675"]
+    # GPU-shaped runs: where its runtime row names the device, that; else the record's GPUs (an H100 host, 8 L40S)
+    h100 = {"devices": [{"type": "GPU", "name": "GPU:0", "model": "NVIDIA H100 80GB HBM3"}]}
+    on_gpu = _yolo_run(env=h100, inference={**_yolo_run()["inference"], "runtimes": [
+        {"runtime": "openvino", "device": "GPU:0 (NVIDIA H100 80GB HBM3)"}]})
+    assert beside_mlperf.rows([("h100", on_gpu)])[0][4] == "GPU:0 (NVIDIA H100 80GB HBM3)"
+    unnamed = _yolo_run(env=h100, inference={**_yolo_run()["inference"], "runtimes": []})
+    assert beside_mlperf.rows([("h100", unnamed)])[0][4] == "1x NVIDIA H100 80GB HBM3"
+    l40s = {"devices": [{"type": "GPU", "name": f"GPU:{i}", "model": "NVIDIA L40S"} for i in range(8)]}
+    assert beside_mlperf.rows([("l40s", _yolo_run(env=l40s, inference={**_yolo_run()["inference"], "runtimes": []}))])[
+        0][4] == "8x NVIDIA L40S"
 
 
 def test_what_differs_is_named_for_each_yolo_run():

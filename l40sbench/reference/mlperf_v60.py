@@ -26,7 +26,7 @@ BENCHMARK = {"model": "YOLO11l (Ultralytics)", "imgsz": 640, "conf": 0.001,
              "targets_map": {"yolo-95": 50.73, "yolo-99": 52.866}}
 
 # LoadGen's summaries, scenario by scenario: (result, samples/s or None, latency ns by percentile,
-# early-stopping estimates ns, queries, samples per query). Offline's latencies are the one query's.
+# early-stopping estimates ns, queries, samples per query). Offline's latencies (its one query's) are left out.
 LOGS = {
     "single-stream": ("VALID", 152.47, {"p50": 6434902, "p90": 7122225, "p95": 7238293, "p99": 7452413,
                                         "p99.9": 7605001, "mean": 6553372, "min": 5593288, "max": 1986713426},

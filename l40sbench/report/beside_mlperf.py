@@ -74,7 +74,7 @@ def rows(runs: Sequence[tuple[str, dict]]) -> list[list[str]]:
             single, offline, multi = _figures(mine)
             out.append([label, record.get("base", "-"), _size(record),
                         f"{runtime} ({precision})" if precision else runtime,
-                        "8x NVIDIA L40S" if is_mlperf(record) else _device(record, runtime),
+                        _device(record, runtime),
                         number(single), number(offline), number(multi), number(accuracy), str(images or "-")])
     return out
 
