@@ -54,6 +54,12 @@ SLOWEST_FIRST = ("test_detect_e2e.py", "test_runtimes.py", "test_backends.py", "
 
 
 def pytest_collection_modifyitems(items):
+    # run.sh runs the serial part for the long tier only (the merge tier's would be empty): a serial test
+    # outside the long tier would never run there.
+    stray = [item.nodeid for item in items if item.get_closest_marker("serial") and not item.get_closest_marker("long")]
+    if stray:
+        raise pytest.UsageError(f"marked serial but not long (./run.sh test runs serial tests in the long tier only): "
+                                f"{', '.join(stray)}")
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a module keeps its order
 

@@ -15,8 +15,11 @@ UPDATE = "if deliberate: .venv/bin/python -m tests.structure_figures --update"
 
 
 # The merge tier builds the suite's tiny detector; the other two detectors (about 80 s of building here) are the
-# long tier's, as their end-to-end runs are (tests/test_detect_e2e.py).
-LONG = {("detect", "faster_rcnn_inception_v2"), ("detect", "faster_rcnn_resnet50")}
+# long tier's, as their end-to-end runs are (tests/test_detect_e2e.py). So are the three deepest synthetic models
+# (10-19 s each in the merge tier on four workers, 2026-12-08): their families' shallower members (resnet50,
+# inceptionv3) check the same builders there.
+LONG = {("detect", "faster_rcnn_inception_v2"), ("detect", "faster_rcnn_resnet50"), ("synthetic", "inceptionv4"),
+        ("synthetic", "resnet101"), ("synthetic", "resnet152")}
 
 
 @pytest.mark.parametrize("family, name", [pytest.param(*pair, marks=pytest.mark.long) if pair in LONG else pair
