@@ -37,6 +37,21 @@ def test_the_l40s_plan_is_the_studys_protocol():
     assert [s.task for s in plans.build("all", CPU, with_detect=False).steps] == ["classify"] * 3 + ["synthetic"]
 
 
+def test_a_detector_file_is_an_infer_step_after_the_detectors_that_no_budget_cuts_and_no_training_flag_reaches():
+    plan = plans.build("all", GPU, models=("/models/yolo11n.onnx", "/models/frcnn_saved_model/"))
+    assert [s.name for s in plan.steps][-3:] == ["infer-yolo11n", "infer-frcnn_saved_model", "synthetic-leadergpu"]
+    step = plan.steps[-3]
+    assert step.task == "infer" and step.argv == ("infer", "--model", "/models/yolo11n.onnx", "--scenario",
+                                                   "single-stream,offline")
+    quick = plans.build("l40s", CPU, quick=True, data_detect="/data/fruits", models=("/models/yolo11n.onnx",))
+    assert quick.steps[-1].argv[-6:] == ("--limit", "8", "--duration", "2", "--data", "/data/fruits")
+    assert 0 < quick.steps[-1].estimate_s < step.estimate_s  # 2 s tests against LoadGen's default 60 s
+    assert "--xla" not in plan.with_flags("--xla").steps[-3].argv  # infer trains nothing
+    assert plans.smallest(plan, GPU).steps[-3] == step  # kept whole: nothing to cut
+    fitted = plans.fit(plan, 0.5 * plan.total_s, GPU)
+    assert fitted.steps[-3] == step and not any("infer-" in cut for cut in fitted.cuts)
+
+
 def test_a_budget_cuts_the_detectors_epochs_first_and_refuses_what_cannot_fit():
     plan = plans.build("l40s", GPU)
     budget = 0.5 * plan.total_s
@@ -68,6 +83,10 @@ def test_budgets_parse(text, seconds):
     (["study", "l40s", "--plan", "--data-detect", "/no/such/folder"], "--data-detect /no/such/folder: no such folder"),
     (["study", "l40s", "--plan", "--only", ""], "--only names no step"),
     (["study", "l40s", "--plan", "--only", " , "], "--only names no step"),
+    (["study", "l40s", "--plan", "--model", "/no/such/yolo.onnx"], "--model /no/such/yolo.onnx: no such file or folder"),
+    (["study", "leadergpu", "--plan", "--model", REPO / "README.md"], "--model adds a step to the l40s study"),
+    (["study", "l40s", "--plan", "--model", REPO / "README.md", "--model", REPO / "datasets" / "README.md"],
+     "--model: two files would make the same step infer-readme"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_exit_2(cli_in_process(*args), fragment)
@@ -332,6 +351,43 @@ def test_a_sweep_step_is_set_beside_the_published_rows_and_priced_by_its_fastest
     assert costs["vgg16"][4].startswith("104.17 (billed per second")  # 12,500 s = 208.3 min at 0.5 a minute
     assert summary.sweep_cost_rows([record], None)[0][4] == "-"
     assert summary.cost_line([record], 0.5) == ""  # a sweep-only study's cost is its table
+
+
+def _given_detector(detector_format, gpus, single_p90, offline):
+    """A record of `infer --model` on a detector file, GPU-shaped (`gpus` boards of an L40S or H100)."""
+    scenarios = [{"scenario": "single-stream", "runtime": "onnxruntime", "precision": "fp16", "mode": "performance",
+                  "early_stopping": {"estimates_ms": {"p90": single_p90}}},
+                 {"scenario": "offline", "runtime": "onnxruntime", "precision": "fp16", "mode": "performance",
+                  "samples_per_second": offline}]
+    return {"task": "detect", "base": "yolo11n", "notes": {"given_model": {}}, "stability": {"verdict": "stable"},
+            "model": {"detector_format": detector_format}, "train": {"epochs": 0, "epoch_seconds": []},
+            "inference": {"scenarios": scenarios, "mean_ms": 2.0}, "accuracy": {"map_50_95": 0.41},
+            "env": {"devices": [{"type": "GPU", "name": f"GPU:{i}", "model": gpus} for i in range(8 if "L40S" in gpus
+                                                                                              else 1)]}}
+
+
+@pytest.mark.parametrize("gpus", ["NVIDIA L40S", "NVIDIA H100 80GB HBM3"])
+def test_a_yolo_files_step_stands_beside_mlperfs_yolo_row_and_costs_nothing_of_the_studys_protocol(gpus):
+    """The verdict's rows of a detector file's step: MLPerf's terms per runtime, MLPerf v6.0's YOLO11l row in the
+    study column for a YOLO export only; the study's cost leaves it out (it trains nothing)."""
+    from l40sbench.reference import load
+    from l40sbench.study import summary
+
+    mlperf = load("mlperf-v6.0")
+    yolo = _given_detector("yolo", gpus, 3.5625, 307.088)
+    table = summary.rows([("infer-yolo11n", yolo, "")], [*load("l40s"), *mlperf])
+    by_figure = {r[1]: r for r in table}
+    single = by_figure["single-stream p90 ms (onnxruntime fp16; LoadGen's early-stopping estimate)"]
+    assert single[2:5] == ("3.562", "7.125", "0.50x") and single[6] == "stable"  # 3.5625 / 7.124808
+    assert by_figure["offline samples/s (onnxruntime fp16)"][2:5] == ("307.1", "153.5", "2.00x")  # / 153.544
+    assert by_figure["mAP@[.5:.95] (this run's test images; MLPerf's on COCO: no ratio)"][2:5] == ("0.410", "0.531", "-")
+    assert summary.model_lines([yolo])[0].startswith("infer-* rows of a YOLO export: the study column is MLPerf")
+    other = _given_detector("torchvision", gpus, 3.5625, 307.088)
+    rows = summary.rows([("infer-frcnn", other, "")], mlperf)
+    assert {r[3] for r in rows} == {"-"} and {r[4] for r in rows} == {"-"}
+    assert summary.model_lines([yolo, other])[1].startswith("infer-* rows of another detector format: no published")
+    assert summary.cost_line([yolo], 1.0) == ""  # nothing of the study's protocol to price
+    assert summary.model_lines([]) == []
 
 
 def test_resume_refuses_a_folder_that_is_not_a_studys_and_a_failed_step_says_why_in_one_line(tmp_path):

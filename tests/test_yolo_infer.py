@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import assert_one_line_exit_2, cli_in_process
+from tests.conftest import assert_one_line_exit_2, cli_in_process, run_cli
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -214,3 +214,29 @@ def test_loadgen_times_a_yolo_file_with_its_stages_in_the_sut(data, tmp_path):
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "### Beside MLPerf Inference v6.0's YOLO rows" in text and "What differs between" in text
+
+
+@pytest.mark.long  # 40 s here; the merge tier checks the plan's step and the table's rows (tests/test_study.py)
+def test_a_study_sets_a_yolo_files_step_beside_mlperfs_yolo_row(data, tmp_path):
+    """`study l40s --quick --model FILE`: the file's infer step runs (LoadGen's single-stream and offline, 2 s each),
+    its rows stand beside MLPerf v6.0's YOLO11l row in the study's table, and the study's report folder holds the
+    beside-MLPerf section with what differs."""
+    pytest.importorskip("mlperf_loadgen")
+    model = save_model(tmp_path / "yolo11n.onnx", {"output0": raw_head()}, [1, 3, IMGSZ, IMGSZ], ultralytics_metadata())
+    root = tmp_path / "study"
+    result = run_cli("study", "l40s", "--quick", "--only", "infer-yolo11n", "--model", model, "--data-detect", data,
+                     "--output-dir", root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"l40sbench infer --model {model} --scenario single-stream,offline --limit 8 --duration 2" in result.stdout
+    table = [row.split("|")[1:-1] for row in result.stdout.splitlines() if row.startswith("| infer-yolo11n ")]
+    by_figure = {cells[1].strip(): [c.strip() for c in cells] for cells in table}
+    for runtime in ("onnxruntime", "openvino"):  # every runtime that loads the file, each beside MLPerf's row
+        single = by_figure[f"single-stream p90 ms ({runtime} fp32; LoadGen's early-stopping estimate)"]
+        offline = by_figure[f"offline samples/s ({runtime} fp32)"]
+        assert single[3] == "7.125" and offline[3] == "153.5"
+        assert float(single[4].rstrip("x")) == pytest.approx(float(single[2]) / 7.124808, abs=0.01)
+        assert float(offline[4].rstrip("x")) == pytest.approx(float(offline[2]) / 153.544, abs=0.01)
+    assert by_figure["mAP@[.5:.95] (this run's test images; MLPerf's on COCO: no ratio)"][2:5] == ["1.000", "0.531", "-"]
+    assert "infer-* rows of a YOLO export: the study column is MLPerf Inference v6.0's YOLO11l row" in result.stdout
+    text = (root / "report" / "report.md").read_text()
+    assert "### Beside MLPerf Inference v6.0's YOLO rows" in text and "What differs between yolo11n" in text

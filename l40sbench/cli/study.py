@@ -56,6 +56,11 @@ def add(subparsers) -> None:
                    help="the study's folder (default: results/study-STUDY-<UTC time>)")
     p.add_argument("--data-classify", metavar="DIR", help="classify's data (as classify --data); the stand-in otherwise")
     p.add_argument("--data-detect", metavar="DIR", help="detect's data (as detect --data); the stand-in otherwise")
+    p.add_argument("--model", action="append", default=[], metavar="FILE",
+                   help="a detector file of yours (an Ultralytics YOLO or torchvision ONNX export, an Object "
+                        "Detection API SavedModel), once per file: the l40s study adds a step `infer --model FILE` "
+                        "on detect's data with LoadGen's single-stream and offline, and sets it beside MLPerf "
+                        "Inference v6.0's YOLO11 rows on the L40S (reference mlperf-v6.0)")
     p.add_argument("--price", type=finite, metavar="PRICE", help="this machine's rental price per --per, to price "
                    "the study's work (default: none, unpriced)")
     p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute",
@@ -133,6 +138,9 @@ def check_inputs(args) -> None:
     for flag, value in (("--data-classify", args.data_classify), ("--data-detect", args.data_detect)):
         if value is not None and not value.startswith("tfds:") and not Path(value).expanduser().is_dir():
             raise UserError(f"{flag} {value}: no such folder")
+    for model in args.model:
+        if not Path(model).expanduser().exists():
+            raise UserError(f"--model {model}: no such file or folder")
     if args.only is not None and not any(name.strip() for name in args.only.split(",")):
         raise UserError("--only names no step: give the plan's step names, separated by commas")
 
@@ -175,7 +183,8 @@ def run(args) -> int:
 
         def planned(machine):
             plan = plans.build(args.study, machine, quick=args.quick, data_classify=args.data_classify,
-                               data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
+                               data_detect=args.data_detect, with_detect=args.backend == "tensorflow",
+                               models=tuple(str(Path(m).expanduser().resolve()) for m in args.model))
             return plan.only(only) if only else plan
 
         planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
@@ -188,7 +197,9 @@ def run(args) -> int:
                     plan = plans.fit(plan, budget, machine)
                 except UserError as exc:
                     fits = what_fits(plan, machine, budget, quick=args.quick, data_classify=args.data_classify,
-                                     data_detect=args.data_detect, with_detect=args.backend == "tensorflow")
+                                     data_detect=args.data_detect, with_detect=args.backend == "tensorflow",
+                                     models=tuple(s.argv[s.argv.index("--model") + 1] for s in plan.steps
+                                                  if s.task == "infer"))
                     raise UserError(f"{exc}; {fits}") from None
             if args.xla:
                 plan = plan.with_flags("--xla")

@@ -32,7 +32,7 @@ def _estimate(entry: dict, percentile: str) -> float | None:
     return estimates.get(percentile, (entry.get("latency_ms") or {}).get(percentile))
 
 
-def _figures(entries: Sequence[dict]) -> tuple:
+def figures(entries: Sequence[dict]) -> tuple:
     """(single-stream p90 ms, offline samples/s, multi-stream p99 ms) of one runtime's entries: the best of
     each where several ran (batches, workers)."""
     def of(scenario):
@@ -71,7 +71,7 @@ def rows(runs: Sequence[tuple[str, dict]]) -> list[list[str]]:
         images = (record.get("dataset") or {}).get("test_images")
         for runtime, mine in (by_runtime or {"-": []}).items():
             precision = next((e.get("precision") for e in mine if e.get("precision")), None)
-            single, offline, multi = _figures(mine)
+            single, offline, multi = figures(mine)
             out.append([label, record.get("base", "-"), _size(record),
                         f"{runtime} ({precision})" if precision else runtime,
                         _device(record, runtime),

@@ -34,7 +34,7 @@ REFERENCE_SECONDS = {
     "xception": (78.6 / 557, 0.113), "inceptionv3": (65.3 / 557, 0.072), "vgg19": (140.6 / 557, 0.186),
     "ssd_resnet50_fpn": (2.82, 1.11), "faster_rcnn_resnet50": (3.02, 1.20), "faster_rcnn_inception_v2": (2.52, 1.03),
 }
-STARTUP_SECONDS = {"classify": 30.0, "detect": 90.0, "synthetic": 20.0}
+STARTUP_SECONDS = {"classify": 30.0, "detect": 90.0, "synthetic": 20.0, "infer": 40.0}
 BOUND_EPOCHS = 0.5  # the bound block's passes after training, in epochs (docs/PERFORMANCE.md: bound-cost)
 
 # --quick: the smallest sizes each model takes and a handful of images, so a study finishes in minutes here.
@@ -54,6 +54,14 @@ SWEEP_GFLOPS = {"alexnet": 1.68, "googlenet": 3.18, "inceptionv3": 11.47, "incep
 SWEEP_UTILISATION = 0.5
 SWEEP_CHILD_SECONDS = 10.0  # a configuration's own process: imports, building, compiling
 SWEEP_STEPS, SWEEP_WARMUP, SWEEP_FLOOR_STEPS = 30, 5, 10
+# A detector file of the user's (--model): `infer` on detect's data with LoadGen's single-stream and offline, the
+# scenarios of MLPerf's detection rows (reference mlperf-v6.0). No reference time exists for a model the suite
+# does not know: its estimate is the start-up, the two tests' minimum durations and their drain, and the test
+# images twice (the reference probe and the scoring) at MODEL_SECONDS an image on the reference host.
+MODEL_SCENARIOS = ("single-stream", "offline")
+MODEL_DURATION_S = {False: 60.0, True: 2.0}  # LoadGen's minimum seconds a test: its default, and --quick's
+MODEL_TEST_SECONDS = 15.0  # a test's own start and drain beyond its minimum duration
+MODEL_SECONDS = 0.5  # an image, at REFERENCE_PEAK["detect"]: between a YOLO11n (0.02 s here) and ssd (1.1 s)
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,10 @@ class Plan:
         return cls(data["study"], steps, data["quick"], tuple(data["cuts"]))
 
     def with_flags(self, *flags: str) -> Plan:
-        """The plan with `flags` added to every step's command (flags that every step's command takes)."""
-        return replace(self, steps=tuple(replace(step, argv=step.argv + flags) for step in self.steps))
+        """The plan with `flags` added to every training step's command (flags that classify, detect and synthetic
+        take; a model step's `infer` trains nothing)."""
+        return replace(self, steps=tuple(step if step.task == "infer" else replace(step, argv=step.argv + flags)
+                                         for step in self.steps))
 
     def only(self, names: tuple[str, ...]) -> Plan:
         """The plan's steps named in `names`, in the plan's order. Raises UserError for a name it lacks."""
@@ -191,6 +201,26 @@ def _sweep_step(quick: bool, machine: Machine, steps: int | None = None,
     return Step("synthetic-leadergpu", "synthetic", argv, estimate, None, cut)
 
 
+def model_step_name(path: str) -> str:
+    """A model step's name: infer- and the file's name without its suffix (a SavedModel: its folder's)."""
+    import re
+    from pathlib import PurePath
+
+    return "infer-" + (re.sub(r"[^a-z0-9_.-]+", "-", PurePath(path.rstrip("/")).stem.lower()).strip("-") or "model")
+
+
+def _model_step(path: str, quick: bool, data: str | None, machine: Machine) -> Step:
+    duration_s = MODEL_DURATION_S[quick]
+    argv = ["infer", "--model", path, "--scenario", ",".join(MODEL_SCENARIOS)]
+    argv += ["--limit", str(QUICK["classify"]["limit"]), "--duration", f"{duration_s:g}"] if quick else []
+    argv += ["--data", data] if data else []
+    test = QUICK["classify"]["limit"] if quick else STANDIN_IMAGES["detect"][1]
+    speed = REFERENCE_PEAK["detect"] / machine.peak_gflops
+    estimate = (STARTUP_SECONDS["infer"] + len(MODEL_SCENARIOS) * (duration_s + MODEL_TEST_SECONDS)
+                + 2 * test * MODEL_SECONDS * speed)
+    return Step(model_step_name(path), "infer", tuple(argv), estimate)
+
+
 def check_study(study: str) -> None:
     """Raises UserError unless `study` names a study (or all)."""
     if study not in (*STUDIES, "all"):
@@ -198,24 +228,34 @@ def check_study(study: str) -> None:
 
 
 def build(study: str, machine: Machine, *, quick: bool = False, data_classify: str | None = None,
-          data_detect: str | None = None, with_detect: bool = True) -> Plan:
-    """The study's steps in the order they run (`all`: the L40S study's, then LeaderGPU's)."""
+          data_detect: str | None = None, with_detect: bool = True, models: tuple[str, ...] = ()) -> Plan:
+    """The study's steps in the order they run (`all`: the L40S study's, then LeaderGPU's); each of `models` (a
+    detector file of the user's) an `infer` step after the L40S study's detectors. Raises UserError for models
+    given to the LeaderGPU study alone, or two whose step names would be the same."""
     check_study(study)
+    if models and study == "leadergpu":
+        raise UserError("--model adds a step to the l40s study (set beside MLPerf's detection rows); the leadergpu "
+                        "study is the synthetic sweep alone: give l40s or all")
+    names = [model_step_name(path) for path in models]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UserError(f"--model: two files would make the same step {twice[0]}: give files of different names")
     steps: list[Step] = []
     if study in ("l40s", "all"):
         steps += [_classify_step(base, quick, data_classify, machine) for base in CLASSIFY]
         if with_detect:
             steps += [_detect_step(base, quick, data_detect, machine) for base in DETECT]
+        steps += [_model_step(path, quick, data_detect, machine) for path in models]
     if study in ("leadergpu", "all"):
         steps.append(_sweep_step(quick, machine))
     return Plan(study, tuple(steps), quick)
 
 
 def smallest(plan: Plan, machine: Machine) -> Plan:
-    """Every training step at one epoch, the sweep at its first batch size and SWEEP_FLOOR_STEPS: the least a
-    plan can do and still time an epoch, the images and a table."""
+    """Every training step at one epoch, the sweep at its first batch size and SWEEP_FLOOR_STEPS, a model step as
+    it is: the least a plan can do and still time an epoch, the images and a table."""
     steps = tuple(_rebuilt(step, 1, machine) if step.task in ("classify", "detect") else
-                  _sweep_cut(step, machine, 0) for step in plan.steps)
+                  _sweep_cut(step, machine, 0) if step.task == "synthetic" else step for step in plan.steps)
     return replace(plan, steps=steps)
 
 

@@ -16,7 +16,7 @@ def preflight_lines(plan: plans.Plan, root: Path, rests_on: str, data_classify: 
     tasks = {step.task for step in plan.steps}
     lines = [f"  device: {rests_on}"]
     for task, flag, given in (("classify", "--data-classify", data_classify), ("detect", "--data-detect", data_detect)):
-        if task in tasks:
+        if task in tasks or (task == "detect" and "infer" in tasks):
             lines.append(f"  {task} data: " + (f"{given} ({flag})" if given else
                                                 f"the generated stand-in (made on first use; {flag} DIR for yours)"))
     if "classify" in tasks:
@@ -43,11 +43,12 @@ def weights_line(plan: plans.Plan) -> str:
 
 
 def what_fits(plan: plans.Plan, machine: plans.Machine, budget_s: float, *, quick: bool,
-              data_classify: str | None, data_detect: str | None, with_detect: bool) -> str:
+              data_classify: str | None, data_detect: str | None, with_detect: bool,
+              models: tuple[str, ...] = ()) -> str:
     """What a budget too small for `plan` could hold: --quick, or the first steps at their least."""
     if not quick:
         small = plans.build(plan.study, machine, quick=True, data_classify=data_classify, data_detect=data_detect,
-                            with_detect=with_detect)
+                            with_detect=with_detect, models=models)
         if small.total_s <= budget_s:
             return f"--quick fits (about {plans.duration(small.total_s)})"
     names, used = [], 0.0

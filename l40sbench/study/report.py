@@ -27,11 +27,12 @@ def write_report(root: Path, plan, outcomes, folders, price: float | None, budge
             record = json.loads((folder / "result.json").read_text())
             if outcome.status != "cut" or (record.get("train") or {}).get("epochs"):  # a cut step: what it finished
                 records[outcome.name] = record
-    reference = [*load_reference("l40s"), *load_reference("leadergpu-2017")]
+    reference = [*load_reference("l40s"), *load_reference("leadergpu-2017"), *load_reference("mlperf-v6.0")]
     rows = summary.rows([(o.name, records.get(o.name), o.reason) for o in outcomes], reference)
     inputs = [str(f) for f in folders if f.name.split("-", 1)[1] in records]
     references = (["l40s"] if plan.study in ("l40s", "all") else []) + (
-        ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else [])
+        ["leadergpu-2017"] if plan.study in ("leadergpu", "all") else []) + (
+        ["mlperf-v6.0"] if any(s.task == "infer" for s in plan.steps) else [])
     report = None
     if inputs:
         from l40sbench.report.page import missing_library, write_html
@@ -51,6 +52,7 @@ def write_report(root: Path, plan, outcomes, folders, price: float | None, budge
         verdict += ["The LeaderGPU study's cost table from this machine's sweep"
                     + ("" if price else " (give --price to price it)") + ":", "",
                     markdown_table(summary.COST_HEAD, sweep_costs), ""]
+    verdict += summary.model_lines(list(records.values()))
     verdict += [summary.first_result_line(list(records.values()))] + [f"budget cut: {cut}" for cut in plan.cuts]
     if budget:
         slack = budget["slack_s"]

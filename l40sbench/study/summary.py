@@ -52,6 +52,57 @@ def _inference_row(name: str, record: dict, published: dict | None, stability: s
             spread(inference.get("interval_ms")), stability, "-")
 
 
+def _model_rows(name: str, record: dict, reference: Sequence[dict], stability: str) -> list[tuple]:
+    """A detector file's step (`infer --model`) in MLPerf's terms, per runtime, beside MLPerf Inference v6.0's
+    YOLO11 row where the file is a YOLO export (report.beside_mlperf; the report says what differs); its mAP on
+    this run's data beside MLPerf's on COCO, no ratio (other images, other classes)."""
+    from l40sbench.report import beside_mlperf
+
+    mlperf = next((r for r in reference if beside_mlperf.is_mlperf(r)), None) if beside_mlperf.is_yolo(record) else None
+    theirs = beside_mlperf.figures((mlperf or {}).get("inference", {}).get("scenarios") or ())
+    by_runtime: dict[str, list[dict]] = {}
+    for entry in (record.get("inference") or {}).get("scenarios") or ():
+        by_runtime.setdefault(entry["runtime"], []).append(entry)
+    if not by_runtime:
+        return [_inference_row(name, record, None, stability)]
+    out = []
+    for runtime, entries in by_runtime.items():
+        precision = next((e.get("precision") for e in entries if e.get("precision")), None)
+        single, offline, _ = beside_mlperf.figures(entries)
+        ran = f"{runtime}{f' {precision}' if precision else ''}"
+        out += [(name, f"single-stream p90 ms ({ran}; LoadGen's early-stopping estimate)", number(single),
+                 number(theirs[0]), _ratio(single, theirs[0]), "-", stability, "-"),
+                (name, f"offline samples/s ({ran})", number(offline, 1), number(theirs[1], 1),
+                 _ratio(offline, theirs[1]), "-", stability, "-")]
+    mine = (record.get("accuracy") or {}).get("map_50_95")
+    published = ((mlperf or {}).get("accuracy") or {}).get("map_50_95")
+    out.append((name, "mAP@[.5:.95] (this run's test images; MLPerf's on COCO: no ratio)", number(mine),
+                number(published), "-", "-", stability, "-"))
+    return out
+
+
+def model_lines(records: Sequence[dict]) -> list[str]:
+    """What the study column holds for the steps of detector files (--model), where any ran."""
+    from l40sbench.report import beside_mlperf
+
+    given = [r for r in records if given_model(r)]
+    if not given:
+        return []
+    lines = []
+    if any(beside_mlperf.is_yolo(r) for r in given):
+        lines.append("infer-* rows of a YOLO export: the study column is MLPerf Inference v6.0's YOLO11l row on the "
+                     "L40S (reference mlperf-v6.0); what differs (model, image size, data, harness, precision): "
+                     "report/report.md, \"Beside MLPerf Inference v6.0's YOLO rows\"")
+    if not all(beside_mlperf.is_yolo(r) for r in given):
+        lines.append("infer-* rows of another detector format: no published row stands beside them ('-')")
+    return [*lines, ""]
+
+
+def given_model(record: dict) -> bool:
+    """A record of `infer --model` (a file of the user's, timed as it is): no training of its own."""
+    return "given_model" in (record.get("notes") or {})
+
+
 def _sweep_rows(name: str, record: dict, reference: Sequence[dict], stability: str) -> list[tuple]:
     """Each row of this machine's sweep beside the first published machine with the same model, batch per
     device and device count (the LeaderGPU tables)."""
@@ -84,6 +135,9 @@ def rows(steps: Sequence[tuple[str, dict | None, str]], reference: Sequence[dict
         if record.get("task") == "synthetic":
             out += _sweep_rows(name, record, reference, stability)
             continue
+        if given_model(record):
+            out += _model_rows(name, record, reference, stability)
+            continue
         published = _published(reference, record)
         out += _training_rows(name, record, published, stability)
         out.append(_inference_row(name, record, published, stability))
@@ -115,7 +169,7 @@ def protocol_seconds(record: dict) -> float | None:
 
 
 def cost_line(records: Sequence[dict], price_per_minute: float | None) -> str:
-    seconds = [protocol_seconds(r) for r in records if r.get("task") in ARTICLE_EPOCHS]
+    seconds = [protocol_seconds(r) for r in records if r.get("task") in ARTICLE_EPOCHS and not given_model(r)]
     known = [s for s in seconds if s]
     if not seconds:
         return ""  # a sweep-only study: its cost is the sweep's table
