@@ -25,6 +25,8 @@ MLCOMMONS_TEST04 = "".join(f"*.{s}.mode = 2\n*.{s}.performance_issue_unique = 0\
                            f"*.{s}.performance_issue_same_index = 3\n"
                            for s in ("MultiStream", "Offline", "SingleStream", "Server"))
 MLCOMMONS_TEST05 = "*.*.test05 = 1\n"
+MLCOMMONS_TEST01_YOLO = ("*.*.mode = 2\n*.*.accuracy_log_rng_seed = 720381539243781796\n"
+                         "*.*.accuracy_log_sampling_target = 64\n")  # compliance/TEST01/yolo/audit.config
 
 
 def test_a_classifiers_response_is_its_class_as_one_little_endian_float32():
@@ -125,6 +127,7 @@ def test_the_suites_audit_configs_are_mlcommons_own_and_each_is_recognised():
 
     assert settings(audits.config_text("TEST01", "resnet50")) == settings(MLCOMMONS_TEST01_RESNET50)
     assert "*.*.accuracy_log_sampling_target = 256" in audits.config_text("TEST01", "retinanet")
+    assert settings(audits.config_text("TEST01", "yolo")) == settings(MLCOMMONS_TEST01_YOLO)
     assert settings(audits.config_text("TEST04", "resnet50")) == settings(MLCOMMONS_TEST04)
     assert audits.config_text("TEST05", "resnet50") is None  # LoadGen reads test05 from mlperf.conf alone
     assert audits.identify(MLCOMMONS_TEST01_RESNET50) == "TEST01"
@@ -142,6 +145,34 @@ def test_an_audit_runs_the_accuracy_run_then_the_baseline_and_each_test_in_turns
           for part in (f"results/performance/run_{turn}", f"TEST01/run_{turn}", f"TEST04/run_{turn}")]]
     assert {job.mlperf_model for job in todo} == {"retinanet"}
     assert todo[1].mode == "accuracy" and all(job.mode == "performance" for job in todo[2:])
+
+
+@pytest.mark.parametrize("task, detector_format, model", [
+    ("classify", None, "resnet50"), ("detect", None, "retinanet"), ("detect", "od-api", "retinanet"),
+    ("detect", "torchvision", "retinanet"), ("detect", "yolo", "yolo"), ("detect", "yolo-end2end", "yolo")])
+def test_a_yolo_export_takes_mlperfs_own_yolo_settings_and_is_not_asked_test04(task, detector_format, model):
+    """An Ultralytics export is MLPerf's `yolo` benchmark (mlperf.conf's keys, TEST01's yolo audit.config); MLPerf
+    asks TEST04 of ResNet-50 alone: a detector's TEST04 line says so, and its FAIL fails nothing."""
+    from l40sbench.loadgen.config import mlperf_model
+
+    assert mlperf_model(task, detector_format) == model
+    load = LoadConfig(scenarios=("single-stream", "offline"), audits=("TEST01", "TEST04"))
+    todo = jobs(load, task, Probe(p50_ms=10, min_ms=8, images_per_second=100), detector_format)
+    assert {job.mlperf_model for job in todo} == {model}
+    assert audits.required("TEST01", model) and audits.required("TEST04", model) == (model == "resnet50")
+    block = {"test": "TEST04", "scenario": "SingleStream", "verdict": "FAIL", "ratio": 1.129, "bound": 0.1,
+             "pairs": [{"ratio": 1.129}], "why": ["past +10 %"], "model": model,
+             "required": audits.required("TEST04", model)}
+    said = audits.line(block)
+    assert said.startswith("TEST04 SingleStream: FAIL, speed 1.129x")
+    assert said.endswith(f"(MLPerf does not ask TEST04 of {model}: a detector's NMS costs differ by sample)") == (
+        model != "resnet50")
+    from l40sbench.report.scenario_tables import audit_lines
+
+    record = {"notes": {"infer_runs": [{"runtimes": ["onnxruntime"]}]},
+              "inference": {"audits": [{**block, "runtime": "onnxruntime", "scenario_name": "single-stream"}]}}
+    lines, failed = audit_lines(record, load)
+    assert lines[-1] == f"  onnxruntime  {said}" and failed == (model == "resnet50")  # the exit code's word
 
 
 def _logged(folder, scenario="SingleStream", valid=True, **values):

@@ -18,6 +18,7 @@ from l40sbench.cli.run_flags import (
 from l40sbench.cli.values import finite
 from l40sbench.errors import UserError
 from l40sbench.modelfile.detector_formats import FORMATS as DETECTOR_FORMATS
+from l40sbench.modelfile.detector_formats import YOLO_FORMATS
 from l40sbench.modelfile.files import LAYOUTS
 
 
@@ -72,7 +73,8 @@ def _add_model_flags(p) -> None:
                                                   "(default: the size it declares, else 224); for a detector file, "
                                                   "the square size LoadGen's library holds each test image at "
                                                   "(default: 640, detect's), as MLPerf's RetinaNet library holds "
-                                                  "its images at 800 px")
+                                                  "its images at 800 px; a YOLO or torchvision file's library "
+                                                  "holds each image at its own size")
     g.add_argument("--limit", type=int, help="with --model: at most N images per split, classes balanced")
     g.add_argument("--strict", action="store_true", help="with --model: fail on an unreadable image instead of "
                                                         "skipping it")
@@ -154,7 +156,7 @@ def _detector_config(args, given, output_dir: Path):
                             + ("takes each image at its own size, as uint8 pixels it scales itself"
                                if given.detector_format == "od-api" else
                                f"is a {given.detector_format} export, fed as its format says"))
-    yolo_head = given.detector_format in ("yolo", "yolo-end2end")
+    yolo_head = given.detector_format in YOLO_FORMATS
     if args.nms_iou is not None and given.detector_format != "yolo":
         raise UserError(f"--nms-iou is for a YOLO raw head; {given.path.name} is a {given.detector_format} export "
                         "(its NMS, if any, is inside it)")

@@ -16,7 +16,8 @@ def add_scenario_flags(p) -> None:
         "load (MLPerf LoadGen)",
         "With --scenario, each runtime measured above then runs under MLPerf's LoadGen: the test images, decoded "
         "once and held in memory, are the query sample library (a detector's each resized to one square size, as "
-        "MLPerf's RetinaNet library is); a queue feeds --workers callers, each gathering up "
+        "MLPerf's RetinaNet library is; a YOLO or torchvision file's each at its own size, letterboxed or resized "
+        "inside each query, as MLPerf's YOLO harness hands each sample's own image); a queue feeds --workers callers, each gathering up "
         "to --max-batch-size queued samples into one call. LoadGen's logs go to RUN_DIR/loadgen/<runtime>-<precision>/<test>/, "
         "and inference.scenarios in result.json gets one entry per test. Defaults are MLPerf's where it has them; "
         "LoadGen's generation hints come from each runtime's own probe (scaled to a detector's library by one pass "

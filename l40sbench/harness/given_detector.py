@@ -18,6 +18,7 @@ from l40sbench.core.results import DatasetInfo
 from l40sbench.core.text import Log
 from l40sbench.errors import UserError
 from l40sbench.harness.given_file import NO_FLOPS_ONNX, NO_TRAINING, ONNX_REFERENCE, Prepared, probe
+from l40sbench.modelfile.detector_formats import YOLO_FORMATS
 from l40sbench.modelfile.files import ModelFile
 from l40sbench.runtimes.staged import Decoding
 from l40sbench.runtimes.yolo import IOU
@@ -97,7 +98,7 @@ def detector(given: ModelFile, config, load, label_map: Path | None, log: Log,
 
 def _read_from(given: ModelFile, label_map: Path | None) -> str | None:
     """How a YOLO file's class ids were named, where no --label-map named them (None: by name order from 1)."""
-    if label_map is not None or given.detector_format not in ("yolo", "yolo-end2end"):
+    if label_map is not None or given.detector_format not in YOLO_FORMATS:
         return None
     return ("the file's own names (Ultralytics' metadata)" if given.class_names is not None else
             "the model's class ids are the data's classes in name order from 0, as Ultralytics numbers them")

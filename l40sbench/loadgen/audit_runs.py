@@ -47,8 +47,10 @@ def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job
         accuracy = out / folder / "results" / "accuracy" / ACCURACY_LOG
         for test in load.audits:
             block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None)
+            model = mine[0].mlperf_model
             checked.append({**block, "runtime": row.runtime, "precision_requested": row.precision_requested,
-                            "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test])})
+                            "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test]),
+                            "model": model, "required": audits.required(test, model)})
     return tuple(checked)
 
 

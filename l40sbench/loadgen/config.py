@@ -22,7 +22,8 @@ AUDIT_ROUNDS = 3  # the baseline and each audit in turns, A B A B A B: the host'
 # the median of three survives one pair the host spoiled (of two it is their mean: one spoiled pair fails it)
 MAX_AUDIT_ROUNDS = 50
 AUDIT_SCENARIOS = ("single-stream", "offline")  # what --audit audits without --scenario
-# The MLPerf benchmark whose mlperf.conf settings (LoadGen's own) each task takes: the nearest image benchmarks.
+# The MLPerf benchmark whose mlperf.conf settings (LoadGen's own) each task takes: the nearest image benchmarks;
+# an Ultralytics YOLO export takes MLPerf's own `yolo` (mlperf_model).
 MLPERF_MODEL = {"classify": "resnet50", "detect": "retinanet"}
 # Our names -> LoadGen's TestScenario names.
 SCENARIOS = {"single-stream": "SingleStream", "multi-stream": "MultiStream", "server": "Server",
@@ -178,10 +179,19 @@ class Job:
         return self.tag.split("/", 1)[0] if self.audit else ""
 
 
-def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
+def mlperf_model(task: str, detector_format: str | None = None) -> str:
+    """The MLPerf benchmark whose mlperf.conf settings and audit.config a run takes: for an Ultralytics YOLO export
+    MLPerf's own `yolo` (Inference v6.0 on: mlperf.conf's yolo keys, compliance/TEST01/yolo), else the task's
+    nearest (MLPERF_MODEL: a torchvision or Object Detection API detector stays RetinaNet's)."""
+    from l40sbench.modelfile.detector_formats import YOLO_FORMATS
+
+    return "yolo" if detector_format in YOLO_FORMATS else MLPERF_MODEL[task]
+
+
+def jobs(config: LoadConfig, task: str, probe: Probe, detector_format: str | None = None) -> list[Job]:
     """Every test one runtime runs, in the order given, with each default filled in from `probe`; with audits, each
     performance test's audit after it: TEST01's accuracy run, then the baseline and each test in turns."""
-    tests = _tests(config, task, probe)
+    tests = _tests(config, task, probe, mlperf_model(task, detector_format))
     if not config.audits:
         return tests
     out = []
@@ -194,13 +204,13 @@ def jobs(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
     return out
 
 
-def _tests(config: LoadConfig, task: str, probe: Probe) -> list[Job]:
+def _tests(config: LoadConfig, task: str, probe: Probe, model: str) -> list[Job]:
     out = []
     for scenario in config.scenarios:
         for batch in (1,) if scenario == "single-stream" else config.batches:  # one sample per query
             common = dict(scenario=scenario, batch=batch, batch_timeout_ms=config.batch_timeout_ms,
                           workers=config.workers, duration_s=config.duration_s, min_queries=config.min_queries,
-                          mlperf_model=MLPERF_MODEL[task])
+                          mlperf_model=model)
             if scenario == "single-stream":
                 out.append(Job(**common, expected_latency_ms=probe.min_ms / 2))
             elif scenario == "multi-stream":

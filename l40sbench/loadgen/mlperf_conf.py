@@ -2,9 +2,10 @@
 
 MLPerf runs LoadGen with its mlperf.conf (seeds, minimum durations and query counts, latency targets, the
 performance sample count) and lets a submitter's user.conf change what the rules allow. Every test here loads
-LoadGen's own mlperf.conf (compiled into LoadGen) for resnet50 (classify) or retinanet (detect), then puts the
-suite's settings over it as a user.conf would (a 60 s default duration, the probe's generation hints, the library's
-size); each value changed is recorded beside MLPerf's, and the seeds LoadGen used are recorded from its log.
+LoadGen's own mlperf.conf (compiled into LoadGen) for resnet50 (classify), retinanet (detect) or yolo (an
+Ultralytics export: config.mlperf_model), then puts the suite's settings over it as a user.conf would (a 60 s
+default duration, the probe's generation hints, the library's size); each value changed is recorded beside
+MLPerf's, and the seeds LoadGen used are recorded from its log.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def run_runtime(row: RuntimeResult, load: LoadConfig, record: dict, inputs: Path
     (the suite's, checked; or every test, where an audit.config in the working directory made them audits)."""
     probe = Probe(p50_ms=row.inference.p50_ms, min_ms=row.inference.min_ms,
                   images_per_second=row.inference.images_per_second)
-    todo = jobs(load, record["task"], probe)
+    todo = jobs(load, record["task"], probe, (record.get("model") or {}).get("detector_format"))
     out = run_dir / FOLDER / f"{row.runtime}-{row.precision_requested}"
     if given_audit is not None:  # MLCommons' own procedure: every test is that audit, its logs in the test's folder
         todo = [dataclasses.replace(job, audit=given_audit[1], turn=1) for job in todo]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from l40sbench.errors import UserError
 
 FORMATS = ("od-api", "yolo", "yolo-end2end", "torchvision")
+YOLO_FORMATS = ("yolo", "yolo-end2end")  # Ultralytics' exports: MLPerf's `yolo` benchmark (Inference v6.0 on)
 TRIPLE = ("boxes", "labels", "scores")
 NOT_DETECT = {"segment": "segmentation", "pose": "pose", "obb": "oriented-box"}
 TAKES = ("the suite takes detectors (the Object Detection API's outputs, Ultralytics' `task: detect` exports, "

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from l40sbench.modelfile.detector_formats import YOLO_FORMATS
 from l40sbench.report.cells import number
 
 HEADERS = ("machine", "model", "input px", "runtime", "device", "single-stream p90 ms", "offline samples/s",
            "multi-stream p99 ms (a query)", "mAP@[.5:.95]", "test images")
-YOLO_FORMATS = ("yolo", "yolo-end2end")
 HARNESS = ("l40sbench's SUT: the test images decoded into memory before the test (LoadGen's sample library), "
            "letterbox, model, decode and NMS inside each query")
 
