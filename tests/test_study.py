@@ -13,6 +13,7 @@ import time
 import pytest
 
 from l40sbench.errors import UserError
+from l40sbench.study import budget as budgets
 from l40sbench.study import plan as plans
 from tests.conftest import REPO, assert_one_line_exit_2, cli_in_process, run_cli
 
@@ -47,23 +48,23 @@ def test_a_detector_file_is_an_infer_step_after_the_detectors_that_no_budget_cut
     assert quick.steps[-1].argv[-6:] == ("--limit", "8", "--duration", "2", "--data", "/data/fruits")
     assert 0 < quick.steps[-1].estimate_s < step.estimate_s  # 2 s tests against LoadGen's default 60 s
     assert "--xla" not in plan.with_flags("--xla").steps[-3].argv  # infer trains nothing
-    assert plans.smallest(plan, GPU).steps[-3] == step  # kept whole: nothing to cut
-    fitted = plans.fit(plan, 0.5 * plan.total_s, GPU)
+    assert budgets.smallest(plan, GPU).steps[-3] == step  # kept whole: nothing to cut
+    fitted = budgets.fit(plan, 0.5 * plan.total_s, GPU)
     assert fitted.steps[-3] == step and not any("infer-" in cut for cut in fitted.cuts)
 
 
 def test_a_budget_cuts_the_detectors_epochs_first_and_refuses_what_cannot_fit():
     plan = plans.build("l40s", GPU)
     budget = 0.5 * plan.total_s
-    fitted = plans.fit(plan, budget, GPU)
+    fitted = budgets.fit(plan, budget, GPU)
     assert fitted.total_s <= budget
     epochs = {s.name: s.epochs for s in fitted.steps}
     assert all(epochs[f"classify-{b}"] == 10 for b in plans.CLASSIFY)  # the classifiers untouched
     assert min(epochs[f"detect-{b}"] for b in plans.DETECT) < 200 and fitted.cuts
     assert all("projected" in s.cut for s in fitted.steps if s.task == "detect" and s.epochs < 200)
-    assert plans.fit(plan, 10 * plan.total_s, GPU) == plan
+    assert budgets.fit(plan, 10 * plan.total_s, GPU) == plan
     with pytest.raises(UserError, match="the smallest l40s plan"):
-        plans.fit(plan, 60, GPU)
+        budgets.fit(plan, 60, GPU)
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("45m", 2700), ("1h30m", 5400), ("900s", 900), ("2h", 7200)])

@@ -60,7 +60,7 @@ def add(subparsers) -> None:
                    help="a detector file of yours (an Ultralytics YOLO or torchvision ONNX export, an Object "
                         "Detection API SavedModel), once per file: the l40s study adds a step `infer --model FILE` "
                         "on detect's data with LoadGen's single-stream and offline, and sets it beside MLPerf "
-                        "Inference v6.0's YOLO11 rows on the L40S (reference mlperf-v6.0)")
+                        "Inference v6.0's YOLO11 rows on the L40S (reference mlperf-v6.0) (default: none)")
     p.add_argument("--price", type=finite, metavar="PRICE", help="this machine's rental price per --per, to price "
                    "the study's work (default: none, unpriced)")
     p.add_argument("--per", choices=tuple(UNIT_SECONDS), default="minute",
@@ -148,6 +148,7 @@ def check_inputs(args) -> None:
 def run(args) -> int:
     from l40sbench.backends import requested
     from l40sbench.core.startup import CommandClock
+    from l40sbench.study import budget as budgets
     from l40sbench.study import plan as plans
     from l40sbench.study.preflight import preflight_lines, what_fits
     from l40sbench.study.run import KIND, read_state
@@ -194,7 +195,7 @@ def run(args) -> int:
             plan = planned(machine)
             if budget is not None:
                 try:
-                    plan = plans.fit(plan, budget, machine)
+                    plan = budgets.fit(plan, budget, machine)
                 except UserError as exc:
                     fits = what_fits(plan, machine, budget, quick=args.quick, data_classify=args.data_classify,
                                      data_detect=args.data_detect, with_detect=args.backend == "tensorflow",

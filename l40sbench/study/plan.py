@@ -1,7 +1,8 @@
-"""What `study` runs: the studies as steps of ordinary commands, each with its estimated time, and a plan cut to
-fit a budget. Pure: no clock, no model, no TensorFlow.
+"""What `study` runs: the studies as steps of ordinary commands, each with its estimated time (study.budget cuts
+a plan to fit a budget). Pure: no clock, no model, no TensorFlow.
 
-Each step is one command of the suite (`classify`, `detect`, `synthetic`) with the study's flags, run into a
+Each step is one command of the suite (`classify`, `detect`, `synthetic`; `infer` for a detector file of the
+user's) with the study's flags, run into a
 folder of its own. A step's time is estimated from a reference measurement of the same work on a 2-core
 CPU host (docs/performance-log.md: "Classification protocol on the stand-in" and "Detection at 640 px"),
 scaled by this machine's float32 peak against that host's, by the pixels and by the images, plus a fixed
@@ -11,7 +12,6 @@ the steps it has finished.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from l40sbench.errors import UserError
@@ -94,7 +94,7 @@ class Plan:
 
     @property
     def total_s(self) -> float:
-        return _planned(self.steps)
+        return planned_total(self.steps)
 
     def to_dict(self) -> dict:
         return {"study": self.study, "quick": self.quick, "cuts": list(self.cuts), "total_s": self.total_s,
@@ -134,7 +134,8 @@ class Machine:
     room: memory.Room | None = None
 
 
-def _planned(steps) -> float:
+def planned_total(steps) -> float:
+    """The seconds `steps` add to a plan (a step that will not start adds none)."""
     return sum(step.planned_s for step in steps)
 
 
@@ -153,7 +154,7 @@ def _work_seconds(model: str, task: str, train_images: int, test_images: int, ep
     return speed * scale * ((epochs + BOUND_EPOCHS) * train_images * per_train + test_images * per_test)
 
 
-def _classify_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
+def classify_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
     size = QUICK_CLASSIFY[base] if quick else CLASSIFY[base]
     epochs = epochs or (QUICK["classify"]["epochs"] if quick else ARTICLE_EPOCHS["classify"])
     train, test = (QUICK["classify"]["limit"],) * 2 if quick else STANDIN_IMAGES["classify"]
@@ -167,7 +168,7 @@ def _classify_step(base: str, quick: bool, data: str | None, machine: Machine, e
                    train + test, machine)
 
 
-def _detect_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
+def detect_step(base: str, quick: bool, data: str | None, machine: Machine, epochs: int | None = None) -> Step:
     size = QUICK["detect"]["size"] if quick else DETECT_SIZE
     if epochs is None:
         epochs = QUICK["detect"]["epochs"] if quick else (ARTICLE_EPOCHS["detect"] if machine.gpu else 1)
@@ -184,7 +185,7 @@ def _detect_step(base: str, quick: bool, data: str | None, machine: Machine, epo
                    train + test, machine)
 
 
-def _sweep_step(quick: bool, machine: Machine, steps: int | None = None,
+def sweep_step(quick: bool, machine: Machine, steps: int | None = None,
                 batches: tuple[int, ...] | None = None) -> Step:
     models = QUICK_SWEEP["models"] if quick else LEADERGPU_MODELS
     batches = batches or (QUICK_SWEEP["batches"] if quick else LEADERGPU_BATCHES)
@@ -242,82 +243,13 @@ def build(study: str, machine: Machine, *, quick: bool = False, data_classify: s
         raise UserError(f"--model: two files would make the same step {twice[0]}: give files of different names")
     steps: list[Step] = []
     if study in ("l40s", "all"):
-        steps += [_classify_step(base, quick, data_classify, machine) for base in CLASSIFY]
+        steps += [classify_step(base, quick, data_classify, machine) for base in CLASSIFY]
         if with_detect:
-            steps += [_detect_step(base, quick, data_detect, machine) for base in DETECT]
+            steps += [detect_step(base, quick, data_detect, machine) for base in DETECT]
         steps += [_model_step(path, quick, data_detect, machine) for path in models]
     if study in ("leadergpu", "all"):
-        steps.append(_sweep_step(quick, machine))
+        steps.append(sweep_step(quick, machine))
     return Plan(study, tuple(steps), quick)
-
-
-def smallest(plan: Plan, machine: Machine) -> Plan:
-    """Every training step at one epoch, the sweep at its first batch size and SWEEP_FLOOR_STEPS, a model step as
-    it is: the least a plan can do and still time an epoch, the images and a table."""
-    steps = tuple(_rebuilt(step, 1, machine) if step.task in ("classify", "detect") else
-                  _sweep_cut(step, machine, 0) if step.task == "synthetic" else step for step in plan.steps)
-    return replace(plan, steps=steps)
-
-
-def _sweep_cut(step: Step, machine: Machine, batches: int) -> Step:
-    """The sweep at SWEEP_FLOOR_STEPS steps and its first `batches` batch sizes (0: the first only)."""
-    argv = list(step.argv)
-    sizes = tuple(int(b) for b in argv[argv.index("--batch-sizes") + 1].split(","))
-    quick = argv[argv.index("--models") + 1] == ",".join(QUICK_SWEEP["models"])
-    steps = min(int(argv[argv.index("--steps") + 1]), SWEEP_FLOOR_STEPS)
-    return _sweep_step(quick, machine, steps, sizes[:max(batches, 1)])
-
-
-def _rebuilt(step: Step, epochs: int, machine: Machine) -> Step:
-    argv = list(step.argv)
-    base = argv[argv.index("--base") + 1]
-    quick = "--limit" in argv
-    data = argv[argv.index("--data") + 1] if "--data" in argv else None
-    make = _classify_step if step.task == "classify" else _detect_step
-    rebuilt = make(base, quick, data, machine, epochs)
-    if step.task == "classify" and epochs < ARTICLE_EPOCHS["classify"]:
-        rebuilt = replace(rebuilt, cut=f"{epochs} of the study's {ARTICLE_EPOCHS['classify']} epochs: the time per "
-                                         "epoch is the study's figure; the total is projected")
-    return rebuilt
-
-
-def fit(plan: Plan, budget_s: float, machine: Machine) -> Plan:
-    """The plan cut to fit `budget_s`, in this order: the detectors' epochs (down to 1); the sweep's steps (down
-    to SWEEP_FLOOR_STEPS), then its largest batch sizes; the classifiers' epochs (down to 2, so a steady epoch
-    is timed, then 1). Raises UserError when even the smallest plan (smallest) does not fit."""
-    if plan.total_s <= budget_s:
-        return plan
-    if smallest(plan, machine).total_s > budget_s:
-        raise UserError(f"the smallest {plan.study} plan (one epoch a model, the sweep at its first batch size) needs about "
-                        f"{duration(smallest(plan, machine).total_s)}, over the budget of {duration(budget_s)}")
-    steps, cuts = list(plan.steps), []
-    for task, floor in (("detect", 1), ("synthetic", 0), ("classify", 2), ("classify", 1)):
-        if task == "synthetic":
-            _cut_sweep(steps, budget_s, machine, cuts)
-            continue
-        for i, step in enumerate(steps):
-            if step.task != task or (step.epochs or 0) <= floor or not step.fits:
-                continue
-            over = _planned(steps) - budget_s
-            if over <= 0:
-                break
-            per_epoch = (step.estimate_s - _rebuilt(step, 1, machine).estimate_s) / max(step.epochs - 1, 1)
-            epochs = max(floor, step.epochs - math.ceil(over / per_epoch)) if per_epoch > 0 else floor
-            steps[i] = _rebuilt(step, epochs, machine)
-            cuts.append(f"{step.name}: {step.epochs} -> {epochs} epochs")
-    return replace(plan, steps=tuple(steps), cuts=tuple(cuts))
-
-
-def _cut_sweep(steps: list[Step], budget_s: float, machine: Machine, cuts: list[str]) -> None:
-    for i, step in enumerate(steps):
-        if step.task != "synthetic":
-            continue
-        sizes = step.argv[step.argv.index("--batch-sizes") + 1].split(",")
-        for keep in range(len(sizes), 0, -1):
-            if _planned(steps) <= budget_s:
-                return
-            steps[i] = _sweep_cut(step, machine, keep)
-            cuts.append(f"{step.name}: {steps[i].cut}")
 
 
 def parse_budget(text: str) -> float:

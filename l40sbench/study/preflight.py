@@ -46,13 +46,15 @@ def what_fits(plan: plans.Plan, machine: plans.Machine, budget_s: float, *, quic
               data_classify: str | None, data_detect: str | None, with_detect: bool,
               models: tuple[str, ...] = ()) -> str:
     """What a budget too small for `plan` could hold: --quick, or the first steps at their least."""
+    from l40sbench.study.budget import smallest
+
     if not quick:
         small = plans.build(plan.study, machine, quick=True, data_classify=data_classify, data_detect=data_detect,
                             with_detect=with_detect, models=models)
         if small.total_s <= budget_s:
             return f"--quick fits (about {plans.duration(small.total_s)})"
     names, used = [], 0.0
-    for step in plans.smallest(plan, machine).steps:
+    for step in smallest(plan, machine).steps:
         if step.fits and used + step.estimate_s <= budget_s:
             names.append(step.name)
             used += step.estimate_s
