@@ -150,15 +150,20 @@ def assert_audits_pass(checked: list[dict], returncode: int) -> None:
     """Every compliance test of an `--audit all` run PASSes, or FAILs on speed alone with its pairs on both sides of
     1 (the audited run faster in one turn, slower in another): a shared host moves a 2-3 second latency by 10-20 %
     within a pair, and LoadGen's TEST05 bound is 5 %; a SUT whose speed an audit changes moves every pair one way,
-    and fails here. The command's exit says FAIL wherever a test did."""
+    and fails here. An offline run LoadGen calls INVALID for ending early ("Increase expected QPS": the host ran
+    faster than the probe's rate with its margin, 1.4x within one serial long-tier run, 2026-12-08) is the host's
+    speed too. A test MLPerf does not ask of the model (TEST04 of a detector: audits.required) is shown, not judged:
+    its same sample's NMS may cost less than the mix. The command's exit says FAIL wherever a test MLPerf asks of
+    the model did."""
     from l40sbench.loadgen import audits
 
     said = "\n".join(audits.line(a) for a in checked)
-    for audit in checked:
+    for audit in (a for a in checked if a.get("required", True)):
         low, high = audit["ratio_range"]
-        speed_only = all("against the baseline" in why for why in audit["why"])
+        speed_only = all("against the baseline" in why or "Increase expected QPS" in why for why in audit["why"])
         assert audit["verdict"] == "PASS" or (speed_only and low <= 1 <= high), said
-    assert returncode == (0 if all(a["verdict"] == "PASS" for a in checked) else 1), said
+    failed = any(a["verdict"] == "FAIL" and a.get("required", True) for a in checked)
+    assert returncode == (1 if failed else 0), said
 
 
 def assert_one_line_exit_2(result, fragment):

@@ -85,6 +85,7 @@ def test_every_audit_passes_on_a_detector(colour_detector, tmp_path):
                             "--audit", "all", "--audit-rounds", "5", "--duration", "2", "--output-dir", tmp_path / "run")
     checked = json.loads((tmp_path / "run" / "result.json").read_text())["inference"]["audits"]
     assert len(checked) == 6
+    assert [a["test"] for a in checked if not a["required"]] == ["TEST04", "TEST04"]  # MLPerf exempts detectors
     assert_audits_pass(checked, result.returncode)
     for audit in (a for a in checked if a["test"] == "TEST01"):
         assert all(seen["sampled"] and seen["matched"] == seen["sampled"] for seen in audit["responses"])
