@@ -181,11 +181,11 @@ def run(args) -> int:
         root = args.output_dir or Path("results") / f"study-{args.study}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         state = {"kind": KIND, "study": args.study, "quick": args.quick, "budget_s": budget, "backend": args.backend}
         only = tuple(name.strip() for name in (args.only or "").split(",") if name.strip())
+        models = tuple(str(Path(m).expanduser().resolve()) for m in args.model)
 
         def planned(machine):
             plan = plans.build(args.study, machine, quick=args.quick, data_classify=args.data_classify,
-                               data_detect=args.data_detect, with_detect=args.backend == "tensorflow",
-                               models=tuple(str(Path(m).expanduser().resolve()) for m in args.model))
+                               data_detect=args.data_detect, with_detect=args.backend == "tensorflow", models=models)
             return plan.only(only) if only else plan
 
         planned(plans.Machine(1.0, False))  # an unknown --only name fails before the peak is measured
@@ -199,8 +199,7 @@ def run(args) -> int:
                 except UserError as exc:
                     fits = what_fits(plan, machine, budget, quick=args.quick, data_classify=args.data_classify,
                                      data_detect=args.data_detect, with_detect=args.backend == "tensorflow",
-                                     models=tuple(s.argv[s.argv.index("--model") + 1] for s in plan.steps
-                                                  if s.task == "infer"))
+                                     models=models)
                     raise UserError(f"{exc}; {fits}") from None
             if args.xla:
                 plan = plan.with_flags("--xla")

@@ -45,9 +45,9 @@ def check_audits(row: RuntimeResult, load: LoadConfig, out: Path, done: list[Job
         turns = {part: [out / job.tag for job in mine if job.audit == part and (out / job.tag / RESULT_FILE).is_file()]
                  for part in ("baseline", *load.audits)}
         accuracy = out / folder / "results" / "accuracy" / ACCURACY_LOG
+        model = mine[0].mlperf_model
         for test in load.audits:
             block = audits.check(test, turns["baseline"], turns[test], accuracy if accuracy.is_file() else None)
-            model = mine[0].mlperf_model
             checked.append({**block, "runtime": row.runtime, "precision_requested": row.precision_requested,
                             "scenario_name": mine[0].scenario, "folder": str(out / folder), "turns": len(turns[test]),
                             "model": model, "required": audits.required(test, model)})

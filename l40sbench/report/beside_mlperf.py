@@ -58,19 +58,24 @@ def _size(record: dict) -> str:
                or (record.get("config") or {}).get("image_size") or "-")
 
 
+def by_runtime(record: dict) -> dict[str, tuple[str | None, list[dict]]]:
+    """A record's LoadGen entries per runtime, in the order they ran, each with the precision that ran (None where
+    no entry names one)."""
+    grouped: dict[str, list[dict]] = {}
+    for entry in (record.get("inference") or {}).get("scenarios") or ():
+        grouped.setdefault(entry["runtime"], []).append(entry)
+    return {runtime: (next((e.get("precision") for e in entries if e.get("precision")), None), entries)
+            for runtime, entries in grouped.items()}
+
+
 def rows(runs: Sequence[tuple[str, dict]]) -> list[list[str]]:
     """One row per (run, runtime) of each YOLO run and of MLPerf's record, MLPerf's last."""
     out = []
     for label, record in sorted(((lb, r) for lb, r in runs if is_yolo(r) or is_mlperf(r)),
                                 key=lambda item: is_mlperf(item[1])):
-        entries = (record.get("inference") or {}).get("scenarios") or ()
-        by_runtime: dict[str, list[dict]] = {}
-        for entry in entries:
-            by_runtime.setdefault(entry["runtime"], []).append(entry)
         accuracy = (record.get("accuracy") or {}).get("map_50_95")
         images = (record.get("dataset") or {}).get("test_images")
-        for runtime, mine in (by_runtime or {"-": []}).items():
-            precision = next((e.get("precision") for e in mine if e.get("precision")), None)
+        for runtime, (precision, mine) in (by_runtime(record) or {"-": (None, [])}).items():
             single, offline, multi = figures(mine)
             out.append([label, record.get("base", "-"), _size(record),
                         f"{runtime} ({precision})" if precision else runtime,

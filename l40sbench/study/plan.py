@@ -62,6 +62,7 @@ MODEL_SCENARIOS = ("single-stream", "offline")
 MODEL_DURATION_S = {False: 60.0, True: 2.0}  # LoadGen's minimum seconds a test: its default, and --quick's
 MODEL_TEST_SECONDS = 15.0  # a test's own start and drain beyond its minimum duration
 MODEL_SECONDS = 0.5  # an image, at REFERENCE_PEAK["detect"]: between a YOLO11n (0.02 s here) and ssd (1.1 s)
+MODEL_QUICK_IMAGES = 8  # --quick: images a split
 
 
 @dataclass(frozen=True)
@@ -213,9 +214,9 @@ def model_step_name(path: str) -> str:
 def _model_step(path: str, quick: bool, data: str | None, machine: Machine) -> Step:
     duration_s = MODEL_DURATION_S[quick]
     argv = ["infer", "--model", path, "--scenario", ",".join(MODEL_SCENARIOS)]
-    argv += ["--limit", str(QUICK["classify"]["limit"]), "--duration", f"{duration_s:g}"] if quick else []
+    argv += ["--limit", str(MODEL_QUICK_IMAGES), "--duration", f"{duration_s:g}"] if quick else []
     argv += ["--data", data] if data else []
-    test = QUICK["classify"]["limit"] if quick else STANDIN_IMAGES["detect"][1]
+    test = MODEL_QUICK_IMAGES if quick else STANDIN_IMAGES["detect"][1]
     speed = REFERENCE_PEAK["detect"] / machine.peak_gflops
     estimate = (STARTUP_SECONDS["infer"] + len(MODEL_SCENARIOS) * (duration_s + MODEL_TEST_SECONDS)
                 + 2 * test * MODEL_SECONDS * speed)

@@ -60,14 +60,11 @@ def _model_rows(name: str, record: dict, reference: Sequence[dict], stability: s
 
     mlperf = next((r for r in reference if beside_mlperf.is_mlperf(r)), None) if beside_mlperf.is_yolo(record) else None
     theirs = beside_mlperf.figures((mlperf or {}).get("inference", {}).get("scenarios") or ())
-    by_runtime: dict[str, list[dict]] = {}
-    for entry in (record.get("inference") or {}).get("scenarios") or ():
-        by_runtime.setdefault(entry["runtime"], []).append(entry)
-    if not by_runtime:
+    ran_on = beside_mlperf.by_runtime(record)
+    if not ran_on:
         return [_inference_row(name, record, None, stability)]
     out = []
-    for runtime, entries in by_runtime.items():
-        precision = next((e.get("precision") for e in entries if e.get("precision")), None)
+    for runtime, (precision, entries) in ran_on.items():
         single, offline, _ = beside_mlperf.figures(entries)
         ran = f"{runtime}{f' {precision}' if precision else ''}"
         out += [(name, f"single-stream p90 ms ({ran}; LoadGen's early-stopping estimate)", number(single),
